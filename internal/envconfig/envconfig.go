@@ -1,0 +1,121 @@
+package envconfig
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Lookup has the signature of os.LookupEnv; tests pass a map's lookup instead.
+type Lookup func(name string) (string, bool)
+
+// Map turns a map into a Lookup.
+func Map(m map[string]string) Lookup {
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// Reader reads variables and collects every problem, so a user fixing a
+// configuration sees all bad variables at once rather than one per deploy.
+type Reader struct {
+	lookup Lookup
+	errs   []error
+}
+
+// NewReader returns a Reader over lookup.
+func NewReader(lookup Lookup) *Reader { return &Reader{lookup: lookup} }
+
+// Err returns every problem found so far, or nil.
+func (r *Reader) Err() error { return errors.Join(r.errs...) }
+
+// Fail records a problem with a variable that the caller validated itself.
+func (r *Reader) Fail(name, format string, args ...any) {
+	r.errs = append(r.errs, &VarError{Name: name, Msg: fmt.Sprintf(format, args...)})
+}
+
+// VarError is a bad or missing environment variable.
+type VarError struct {
+	Name string
+	Msg  string
+}
+
+func (e *VarError) Error() string { return "environment variable " + e.Name + ": " + e.Msg }
+
+// value returns the trimmed value; an empty value counts as unset, because
+// CloudFormation cannot remove a variable, only blank it.
+func (r *Reader) value(name string) (string, bool) {
+	v, ok := r.lookup(name)
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+// String returns the variable or def when unset.
+func (r *Reader) String(name, def string) string {
+	if v, ok := r.value(name); ok {
+		return v
+	}
+	return def
+}
+
+// Required returns the variable and records an error when it is unset.
+func (r *Reader) Required(name string) string {
+	v, ok := r.value(name)
+	if !ok {
+		r.Fail(name, "required but not set")
+	}
+	return v
+}
+
+// Int returns the variable as an integer in [lo, hi], or def when unset.
+func (r *Reader) Int(name string, def, lo, hi int) int {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.Fail(name, "%q is not a whole number from %d to %d", v, lo, hi)
+		return def
+	}
+	return n
+}
+
+// Float returns the variable as a finite number in [lo, hi], or def when unset.
+func (r *Reader) Float(name string, def, lo, hi float64) float64 {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < lo || f > hi {
+		r.Fail(name, "%q is not a number from %g to %g", v, lo, hi)
+		return def
+	}
+	return f
+}
+
+// Seconds returns the variable, a number of seconds (fractions allowed), as a
+// duration in [lo, hi], or def when unset.
+func (r *Reader) Seconds(name string, def, lo, hi time.Duration) time.Duration {
+	f := r.Float(name, def.Seconds(), lo.Seconds(), hi.Seconds())
+	return time.Duration(f * float64(time.Second))
+}
+
+// OneOf returns the variable, which must be one of allowed, or def when unset.
+func (r *Reader) OneOf(name, def string, allowed ...string) string {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	if !slices.Contains(allowed, v) {
+		r.Fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		return def
+	}
+	return v
+}

@@ -1,0 +1,172 @@
+package motoserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// InstallHint is what a user must do when moto_server is not on PATH.
+const InstallHint = "moto_server (moto 5) is not on PATH: install it with `pip install 'moto[server]'` (or `pipx install 'moto[server]'`) and make sure its bin directory is on PATH"
+
+// Region is the region every local client uses; moto keeps resources per region.
+const Region = "us-east-1"
+
+// ErrNotInstalled is returned by Start when moto_server cannot be found.
+var ErrNotInstalled = errors.New(InstallHint)
+
+// Server is a running moto_server bound to the loopback interface.
+type Server struct {
+	URL string
+
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	stopOnce sync.Once
+}
+
+// Start launches moto_server on a free loopback port and waits until it answers.
+// The process is stopped by Stop; ctx bounds only the start-up.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	var lastErr error
+	// Another process may take the free port between our probe and moto's bind;
+	// a few attempts make that race harmless.
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := launch(ctx, bin, port)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func launch(ctx context.Context, bin string, port int) (*Server, error) {
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Stdout = nil
+	if os.Getenv("MOTO_SERVER_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start moto_server: %w", err)
+	}
+	s := &Server{
+		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
+		cmd:    cmd,
+		exited: make(chan struct{}),
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+
+	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.waitReady(readyCtx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/moto-api/", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("moto_server on %s exited during start-up (port taken?)", s.URL)
+		case <-ctx.Done():
+			return fmt.Errorf("moto_server on %s did not answer: %w", s.URL, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop terminates the process this Server started, and only that one.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.cmd.Process == nil {
+			return
+		}
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+}
+
+// Env is the environment that points the AWS SDK (and the AWS CLI) at this
+// server with dummy credentials, and never at AWS or the instance metadata
+// service.
+func (s *Server) Env() map[string]string {
+	return map[string]string{
+		"AWS_ACCESS_KEY_ID":           "testing",
+		"AWS_SECRET_ACCESS_KEY":       "testing",
+		"AWS_SESSION_TOKEN":           "testing",
+		"AWS_REGION":                  Region,
+		"AWS_DEFAULT_REGION":          Region,
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_ENDPOINT_URL":            s.URL,
+		"AWS_PROFILE":                 "",
+		"AWS_CONFIG_FILE":             os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	}
+}
+
+// SetProcessEnv applies Env to this process, so that every SDK client built
+// afterwards with config.LoadDefaultConfig talks to the server.
+func (s *Server) SetProcessEnv() error {
+	for k, v := range s.Env() {
+		var err error
+		if v == "" {
+			err = os.Unsetenv(k)
+		} else {
+			err = os.Setenv(k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
