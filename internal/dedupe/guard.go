@@ -1,0 +1,173 @@
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of a Guard whose fields are left zero.
+const (
+	// DefaultDedupeWindow is how long a completed key suppresses duplicates.
+	DefaultDedupeWindow = 24 * time.Hour
+	// DeadlineMargin extends a lock past the invocation's deadline, for clock
+	// skew between the host that takes the lock and the one that checks it.
+	DeadlineMargin = 5 * time.Second
+	// NoDeadlineLockTimeout bounds the lock of a context without a deadline:
+	// Lambda's longest timeout, so a lock is never open-ended.
+	NoDeadlineLockTimeout = 15 * time.Minute
+)
+
+// Outcome says what Guard.Do did with a key.
+type Outcome int
+
+const (
+	// Processed: fn succeeded and the key is COMPLETED.
+	Processed Outcome = iota + 1
+	// ProcessedUnrecorded: fn succeeded but the completion could not be
+	// written; the lock expires later and a redelivery would run fn again.
+	ProcessedUnrecorded
+	// Duplicate: the key was already COMPLETED; fn did not run.
+	Duplicate
+	// InProgress: another holder has a live lock; fn did not run.
+	InProgress
+	// Failed: fn returned an error (see Result.Err); the lock was released
+	// or, if releasing failed, expires on its own.
+	Failed
+	// NotAcquired: the store failed, so fn did not run.
+	NotAcquired
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Processed:
+		return "processed"
+	case ProcessedUnrecorded:
+		return "processed-unrecorded"
+	case Duplicate:
+		return "duplicate"
+	case InProgress:
+		return "in-progress"
+	case Failed:
+		return "failed"
+	case NotAcquired:
+		return "not-acquired"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Result is the outcome of Guard.Do with its detail.
+type Result struct {
+	Outcome Outcome
+	// Err is fn's error for Failed, the store's for NotAcquired and
+	// ProcessedUnrecorded, the *HeldError for Duplicate and InProgress.
+	Err error
+	// ReleaseErr is set when Failed could not release the lock.
+	ReleaseErr error
+	// TookOver: the lock replaced an expired lock or an ended window.
+	TookOver bool
+}
+
+// Guard runs functions at most once per key within the dedupe window, as far
+// as the lock protocol allows (see the README's "Guarantees" section).
+type Guard struct {
+	Store *Store
+	// LockTimeout, when positive, is the lock's length; otherwise the lock
+	// lasts until the context's deadline plus DeadlineMargin.
+	LockTimeout time.Duration
+	// DedupeWindow is how long a completion suppresses duplicates.
+	DedupeWindow time.Duration
+	// Now is the clock; tests move it.
+	Now func() time.Time
+	// Sleep waits between attempts to record a completion; tests make it
+	// instant. It must return early with ctx's error when ctx ends.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// completeAttempts bounds the retries of a completion write that failed for a
+// reason other than a lost lock.
+const completeAttempts = 4
+
+// Do acquires key, runs fn under the lock and records the outcome. fn runs
+// only while this call holds the lock, and never when the store is failing.
+func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) error) Result {
+	now := g.now()
+	lease, err := g.Store.Acquire(ctx, key, now, g.lockUntil(ctx, now))
+	switch {
+	case errors.Is(err, ErrDuplicate):
+		return Result{Outcome: Duplicate, Err: err}
+	case errors.Is(err, ErrInProgress):
+		return Result{Outcome: InProgress, Err: err}
+	case err != nil:
+		return Result{Outcome: NotAcquired, Err: err}
+	}
+
+	if err := fn(ctx); err != nil {
+		res := Result{Outcome: Failed, Err: err, TookOver: lease.TookOver}
+		res.ReleaseErr = g.Store.Release(ctx, lease)
+		return res
+	}
+	if err := g.complete(ctx, lease); err != nil {
+		return Result{Outcome: ProcessedUnrecorded, Err: err, TookOver: lease.TookOver}
+	}
+	return Result{Outcome: Processed, TookOver: lease.TookOver}
+}
+
+// complete retries a failed completion write within ctx's deadline: fn's side
+// effect has happened, and every lost completion opens a duplicate window.
+func (g *Guard) complete(ctx context.Context, lease Lease) error {
+	delay := 50 * time.Millisecond
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = g.Store.Complete(ctx, lease, g.now(), g.window())
+		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
+			return err
+		}
+		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
+			return err
+		}
+		if serr := g.sleep(ctx, delay); serr != nil {
+			return errors.Join(err, serr)
+		}
+		delay *= 2
+	}
+}
+
+func (g *Guard) lockUntil(ctx context.Context, now time.Time) time.Time {
+	if g.LockTimeout > 0 {
+		return now.Add(g.LockTimeout)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline.Add(DeadlineMargin)
+	}
+	return now.Add(NoDeadlineLockTimeout)
+}
+
+func (g *Guard) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Guard) window() time.Duration {
+	if g.DedupeWindow > 0 {
+		return g.DedupeWindow
+	}
+	return DefaultDedupeWindow
+}
+
+func (g *Guard) sleep(ctx context.Context, d time.Duration) error {
+	if g.Sleep != nil {
+		return g.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

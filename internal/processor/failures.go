@@ -1,0 +1,144 @@
+package processor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+// ReasonPermanent is the sqs-once-reason of a message the business handler
+// marked Permanent.
+const ReasonPermanent = "permanent-error"
+
+// maxVisibility is SQS's longest visibility timeout.
+const maxVisibility = 12 * time.Hour
+
+// failureBackoff is the visibility delay of a failed record. Equal jitter,
+// not full: the point is to slow a poison message down, and full jitter
+// could make it visible again at once.
+func failureBackoff(base time.Duration) jitter.Policy {
+	return jitter.Policy{Base: base, Rate: 2, Cap: maxVisibility, Strategy: jitter.Equal}
+}
+
+// forwardPermanent sends the records marked toOperator to the operator queue
+// in batches. A record the queue did not accept is retried instead: it is
+// deleted only once the operator queue holds it.
+func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMessage, outcomes []outcome) {
+	var entries []sqsmsg.Entry
+	index := map[string]int{}
+	for i, o := range outcomes {
+		if o.verdict != toOperator {
+			continue
+		}
+		msg := records[i]
+		e := sqsmsg.Entry{RecordID: msg.MessageId, Body: msg.Body, Attributes: sqsmsg.Attributes(msg.MessageAttributes)}
+		// A message that already has SQS's maximum of attributes is
+		// forwarded unchanged rather than losing one of its own.
+		e.SetAttribute(sqsmsg.AttrReason, sqsmsg.String(ReasonPermanent))
+		if strings.HasSuffix(h.cfg.OperatorQueueURL, ".fifo") {
+			e.GroupID = cmp.Or(msg.Attributes["MessageGroupId"], "sqs-once")
+			e.DeduplicationID = msg.MessageId
+		}
+		entries = append(entries, e)
+		index[msg.MessageId] = i
+	}
+	if len(entries) == 0 {
+		return
+	}
+	failed := sqsmsg.SendBatch(ctx, h.sqs, h.cfg.OperatorQueueURL, entries)
+	for _, e := range entries {
+		i := index[e.RecordID]
+		if err, ok := failed[e.RecordID]; ok {
+			slog.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
+			outcomes[i].verdict = retry
+			continue
+		}
+		slog.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", ReasonPermanent)
+		outcomes[i].verdict = done
+	}
+}
+
+// delayRetries hides failed records for a backoff that grows with their
+// receive count. A failure here only costs the backoff: the records are
+// retried after the queue's own visibility timeout.
+func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) {
+	if h.cfg.FailureBackoffBase <= 0 || len(failed) == 0 {
+		return
+	}
+	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
+		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
+		if err != nil {
+			slog.WarnContext(ctx, "failure backoff skipped", "error", err)
+			continue
+		}
+		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL)}
+		for i, msg := range chunk {
+			receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+			delay := h.backoff.Delay(max(receives, 1), h.rand())
+			in.Entries = append(in.Entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+				Id:                aws.String(strconv.Itoa(i)),
+				ReceiptHandle:     aws.String(msg.ReceiptHandle),
+				VisibilityTimeout: int32(math.Ceil(delay.Seconds())),
+			})
+		}
+		out, err := h.sqs.ChangeMessageVisibilityBatch(ctx, in)
+		if err != nil {
+			slog.WarnContext(ctx, "failure backoff not applied; records retry after the visibility timeout", "error", err, "records", len(chunk))
+			continue
+		}
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			slog.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
+				"code", aws.ToString(f.Code), "error", aws.ToString(f.Message))
+		}
+		for i, e := range in.Entries {
+			slog.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+		}
+	}
+}
+
+// chunks yields consecutive records of one queue, at most n at a time. All
+// records of a Lambda event come from one queue, but the check keeps a
+// ChangeMessageVisibilityBatch from ever mixing two.
+func chunks(records []events.SQSMessage, n int) func(func([]events.SQSMessage) bool) {
+	return func(yield func([]events.SQSMessage) bool) {
+		for start := 0; start < len(records); {
+			end := start + 1
+			for end < len(records) && end-start < n && records[end].EventSourceARN == records[start].EventSourceARN {
+				end++
+			}
+			if !yield(records[start:end]) {
+				return
+			}
+			start = end
+		}
+	}
+}
+
+// queueURLFromARN derives the queue URL the SQS API expects from a record's
+// eventSourceARN, arn:<partition>:sqs:<region>:<account>:<name>. The SDK
+// sends the request to its configured endpoint; the URL names the queue.
+func queueURLFromARN(arn string) (string, error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
+		return "", fmt.Errorf("eventSourceARN %q is not an SQS queue ARN", arn)
+	}
+	domain := "amazonaws.com"
+	if parts[1] == "aws-cn" {
+		domain = "amazonaws.com.cn"
+	}
+	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", parts[3], domain, parts[4], parts[5]), nil
+}

@@ -1,0 +1,219 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/processor"
+)
+
+// countingDynamo wraps the real client, counting calls per operation and
+// failing them on demand.
+type countingDynamo struct {
+	dedupe.DynamoAPI
+	puts, updates, deletes atomic.Int32
+	// fail, when set, replaces the call's result for the named operation.
+	fail map[string]error
+}
+
+func (c *countingDynamo) total() int { return int(c.puts.Load() + c.updates.Load() + c.deletes.Load()) }
+
+func (c *countingDynamo) reset() {
+	c.puts.Store(0)
+	c.updates.Store(0)
+	c.deletes.Store(0)
+}
+
+func (c *countingDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.puts.Add(1)
+	if err := c.fail["PutItem"]; err != nil {
+		return nil, err
+	}
+	return c.DynamoAPI.PutItem(ctx, in, o...)
+}
+
+func (c *countingDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.updates.Add(1)
+	if err := c.fail["UpdateItem"]; err != nil {
+		return nil, err
+	}
+	return c.DynamoAPI.UpdateItem(ctx, in, o...)
+}
+
+func (c *countingDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c.deletes.Add(1)
+	if err := c.fail["DeleteItem"]; err != nil {
+		return nil, err
+	}
+	return c.DynamoAPI.DeleteItem(ctx, in, o...)
+}
+
+// clock is a settable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// business records the calls of a Business function and answers with the
+// error registered for the message, if any.
+type business struct {
+	mu    sync.Mutex
+	calls []string // message ids, in call order
+	errs  map[string]error
+	// hook, when set, runs inside each call before it returns.
+	hook func(ctx context.Context, msg events.SQSMessage)
+}
+
+func (b *business) Handle(ctx context.Context, msg events.SQSMessage) error {
+	if b.hook != nil {
+		b.hook(ctx, msg)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, msg.MessageId)
+	return b.errs[msg.MessageId]
+}
+
+func (b *business) Calls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.calls...)
+}
+
+type bundle struct {
+	cfg      processor.Config
+	aws      aws.Config
+	dynamo   *countingDynamo
+	sqs      *sqs.Client
+	clock    *clock
+	business *business
+	handler  *processor.Handler
+}
+
+// setup builds a handler on a fresh table; configure adjusts the config
+// before the handler is built.
+func setup(t testing.TB, configure ...func(*processor.Config)) *bundle {
+	t.Helper()
+	awsCfg := mototest.Config(t)
+	cfg, err := processor.LoadConfig(func(name string) (string, bool) {
+		env := map[string]string{
+			"IDEMPOTENCY_TABLE": mototest.NewIdempotencyTable(t, awsCfg),
+			"KEY_PREFIX":        "test",
+			"LOCK_TIMEOUT":      "60",
+			"DEDUPE_WINDOW":     "3600",
+		}
+		v, ok := env[name]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	b := &bundle{
+		cfg:      cfg,
+		aws:      awsCfg,
+		dynamo:   &countingDynamo{DynamoAPI: dynamodb.NewFromConfig(awsCfg)},
+		sqs:      sqs.NewFromConfig(awsCfg),
+		clock:    &clock{now: time.Now()},
+		business: &business{errs: map[string]error{}},
+	}
+	b.handler = b.newHandler()
+	return b
+}
+
+// newHandler is another Lambda instance on the same table and clock.
+func (b *bundle) newHandler() *processor.Handler {
+	return processor.New(b.cfg, processor.Deps{
+		DynamoDB: b.dynamo,
+		SQS:      b.sqs,
+		Business: b.business.Handle,
+		Now:      b.clock.Now,
+		Rand:     func() float64 { return 0.5 },
+		Sleep:    func(context.Context, time.Duration) error { return nil },
+	})
+}
+
+func (b *bundle) handle(t *testing.T, records ...events.SQSMessage) []string {
+	t.Helper()
+	resp, err := b.handler.Handle(context.Background(), events.SQSEvent{Records: records})
+	if err != nil {
+		t.Fatalf("Handle returned an error, which would fail the whole batch: %v", err)
+	}
+	return failedIDs(resp)
+}
+
+func failedIDs(resp events.SQSEventResponse) []string {
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+const standardARN = "arn:aws:sqs:us-east-1:123456789012:orders"
+
+// record is a standard-queue record; opts adjust it.
+func record(id, body string, opts ...func(*events.SQSMessage)) events.SQSMessage {
+	m := events.SQSMessage{
+		MessageId:      id,
+		ReceiptHandle:  "rh-" + id,
+		Body:           body,
+		Attributes:     map[string]string{"ApproximateReceiveCount": "1"},
+		EventSource:    "aws:sqs",
+		EventSourceARN: standardARN,
+		AWSRegion:      "us-east-1",
+	}
+	for _, o := range opts {
+		o(&m)
+	}
+	return m
+}
+
+func withAttr(name, dataType, value string) func(*events.SQSMessage) {
+	return func(m *events.SQSMessage) {
+		if m.MessageAttributes == nil {
+			m.MessageAttributes = map[string]events.SQSMessageAttribute{}
+		}
+		m.MessageAttributes[name] = events.SQSMessageAttribute{DataType: dataType, StringValue: aws.String(value)}
+	}
+}
+
+func fifo(group string) func(*events.SQSMessage) {
+	return func(m *events.SQSMessage) {
+		m.EventSourceARN = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+		m.Attributes["MessageGroupId"] = group
+	}
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
