@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -21,12 +20,12 @@ func main() {
 	if err != nil {
 		// Failing the init phase makes every invocation fail with this
 		// message in the function's log, instead of running unguarded.
-		fmt.Fprintln(os.Stderr, "processor: invalid configuration:", err)
-		os.Exit(1)
+		slog.Error("invalid configuration", "error", err)
+		os.Exit(2)
 	}
 	awsCfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "processor: load AWS configuration:", err)
+		slog.Error("load AWS configuration", "error", err)
 		os.Exit(1)
 	}
 	h := processor.NewHandler(cfg, awsCfg, handleMessage)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,6 +117,24 @@ func (r *Reader) OneOf(name, def string, allowed ...string) string {
 	if !slices.Contains(allowed, v) {
 		r.Fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
 		return def
+	}
+	return v
+}
+
+// QueueURL returns the variable, which must be an SQS queue URL; an unset
+// optional one is "".
+func (r *Reader) QueueURL(name string, required bool) string {
+	var v string
+	if required {
+		v = r.Required(name)
+	} else {
+		v = r.String(name, "")
+	}
+	if v == "" {
+		return ""
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(u.Path) < 2 {
+		r.Fail(name, "%q is not a queue URL such as https://sqs.us-east-1.amazonaws.com/123456789012/orders", v)
 	}
 	return v
 }

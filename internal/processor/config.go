@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"net/url"
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
@@ -48,7 +47,7 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		InProgress:         r.OneOf("IN_PROGRESS", InProgressRetry, InProgressRetry, InProgressDrop),
 		MaxConcurrency:     r.Int("MAX_CONCURRENCY", 10, 1, 1000),
 		FailureBackoffBase: r.Seconds("FAILURE_BACKOFF_BASE", 0, time.Second, maxVisibility),
-		OperatorQueueURL:   r.String("OPERATOR_QUEUE_URL", ""),
+		OperatorQueueURL:   r.QueueURL("OPERATOR_QUEUE_URL", false),
 	}
 	if c.KeyPrefix == "" {
 		r.Fail("KEY_PREFIX", "not set, and AWS_LAMBDA_FUNCTION_NAME (its default) is not set either")
@@ -58,10 +57,5 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		r.Fail("IDEMPOTENCY_KEY", "%v", err)
 	}
 	c.Key = key
-	if c.OperatorQueueURL != "" {
-		if u, err := url.Parse(c.OperatorQueueURL); err != nil || u.Scheme == "" || u.Host == "" {
-			r.Fail("OPERATOR_QUEUE_URL", "%q is not a queue URL", c.OperatorQueueURL)
-		}
-	}
 	return c, r.Err()
 }

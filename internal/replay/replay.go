@@ -1,0 +1,196 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+// Reasons in the sqs-once-reason attribute of operator-queue messages.
+const (
+	ReasonMaxAttempts    = "max-attempts"
+	ReasonInvalidCounter = "invalid-counter"
+	ReasonAttributeLimit = "attribute-limit"
+	ReasonMissingGroupID = "missing-group-id"
+)
+
+// Handler is the Lambda handler.
+type Handler struct {
+	cfg  Config
+	api  sqsmsg.BatchSender
+	rand func() float64
+	log  *slog.Logger
+}
+
+// NewHandler builds the handler and its SQS client.
+func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
+	return newHandler(cfg, sqs.NewFromConfig(awsCfg), rand.Float64, slog.Default())
+}
+
+func newHandler(cfg Config, api sqsmsg.BatchSender, random func() float64, log *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, api: api, rand: random, log: log}
+}
+
+// decision is where one record goes and as what.
+type decision struct {
+	entry  sqsmsg.Entry
+	queue  string
+	n      int    // the replay this would be; 0 when the counter is invalid
+	reason string // set for the operator queue
+}
+
+// Handle replays or forwards every record, in one SendMessageBatch per 10
+// messages per destination, and reports the records not accepted as batch
+// item failures so they stay in the DLQ. Per-record problems never make it
+// return an error.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	decisions := make([]decision, len(ev.Records))
+	byQueue := map[string][]sqsmsg.Entry{}
+	for i, rec := range ev.Records {
+		d := h.decide(rec, h.rand())
+		decisions[i] = d
+		byQueue[d.queue] = append(byQueue[d.queue], d.entry)
+	}
+	failed := map[string]error{}
+	for _, q := range []string{h.cfg.MainQueueURL, h.cfg.OperatorQueueURL} {
+		for id, err := range sqsmsg.SendBatch(ctx, h.api, q, byQueue[q]) {
+			failed[id] = err
+		}
+	}
+	var resp events.SQSEventResponse
+	for _, d := range decisions {
+		err := failed[d.entry.RecordID]
+		h.logDecision(ctx, d, err)
+		if err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: d.entry.RecordID})
+		}
+	}
+	return resp, nil
+}
+
+func (h *Handler) decide(rec events.SQSMessage, r float64) decision {
+	prev, ok := replayCount(rec.MessageAttributes)
+	n := prev + 1
+	switch {
+	case !ok:
+		return h.toOperator(rec, 0, ReasonInvalidCounter)
+	case n > h.cfg.MaxAttempts:
+		return h.toOperator(rec, n, ReasonMaxAttempts)
+	case isFIFO(h.cfg.MainQueueURL) && rec.Attributes["MessageGroupId"] == "":
+		return h.toOperator(rec, n, ReasonMissingGroupID)
+	}
+	e := entry(rec)
+	orig := rec.MessageId
+	if a, ok := e.Attributes[sqsmsg.AttrOriginalMessageID]; ok && aws.ToString(a.StringValue) != "" {
+		orig = *a.StringValue
+	} else if !e.SetAttribute(sqsmsg.AttrOriginalMessageID, sqsmsg.String(orig)) {
+		return h.toOperator(rec, n, ReasonAttributeLimit)
+	}
+	if !e.SetAttribute(sqsmsg.AttrReplayCount, counter(e, n)) {
+		return h.toOperator(rec, n, ReasonAttributeLimit)
+	}
+	if isFIFO(h.cfg.MainQueueURL) {
+		// FIFO queues refuse per-message delays. A fresh id per replay keeps
+		// the replay from being swallowed as a duplicate of the original,
+		// while a retried send of the same replay is deduplicated.
+		e.DeduplicationID = dedupID("replay", orig, strconv.Itoa(n))
+	} else {
+		e.DelaySeconds = int32(math.Round(h.cfg.Backoff.Delay(n, r).Seconds()))
+	}
+	return decision{entry: e, queue: h.cfg.MainQueueURL, n: n}
+}
+
+// toOperator forwards the record as it arrived, adding where there is room
+// the reason, the original message id (so a message an operator re-drives is
+// still recognised by the processor's idempotency) and the replays made so far.
+func (h *Handler) toOperator(rec events.SQSMessage, n int, reason string) decision {
+	e := entry(rec)
+	e.SetAttribute(sqsmsg.AttrReason, sqsmsg.String(reason))
+	if _, ok := e.Attributes[sqsmsg.AttrOriginalMessageID]; !ok {
+		e.SetAttribute(sqsmsg.AttrOriginalMessageID, sqsmsg.String(rec.MessageId))
+	}
+	if n > 0 {
+		e.SetAttribute(sqsmsg.AttrReplayCount, counter(e, n-1))
+	}
+	if isFIFO(h.cfg.OperatorQueueURL) {
+		if e.GroupID == "" {
+			e.GroupID = rec.MessageId
+		}
+		e.DeduplicationID = dedupID("operator", rec.MessageId)
+	}
+	return decision{entry: e, queue: h.cfg.OperatorQueueURL, n: n, reason: reason}
+}
+
+func entry(rec events.SQSMessage) sqsmsg.Entry {
+	return sqsmsg.Entry{
+		RecordID:   rec.MessageId,
+		Body:       rec.Body,
+		Attributes: sqsmsg.Attributes(rec.MessageAttributes),
+		GroupID:    rec.Attributes["MessageGroupId"],
+	}
+}
+
+// replayCount reads sqs-dlq-replay-nb: absent is 0; otherwise a String or
+// Number attribute (custom suffixes allowed) written in decimal digits only,
+// small enough that counting on cannot overflow.
+func replayCount(attrs map[string]events.SQSMessageAttribute) (int, bool) {
+	a, ok := attrs[sqsmsg.AttrReplayCount]
+	if !ok {
+		return 0, true
+	}
+	if t, _, _ := strings.Cut(a.DataType, "."); (t != "String" && t != "Number") || a.StringValue == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(*a.StringValue, 10, 31) // no sign, point, exponent or space
+	return int(n), err == nil
+}
+
+// counter is the counter attribute for n, keeping the data type the message
+// already uses for it.
+func counter(e sqsmsg.Entry, n int) sqstypes.MessageAttributeValue {
+	v := sqsmsg.Number(n)
+	if old, ok := e.Attributes[sqsmsg.AttrReplayCount]; ok {
+		v.DataType = old.DataType
+	}
+	return v
+}
+
+func isFIFO(queueURL string) bool { return strings.HasSuffix(queueURL, ".fifo") }
+
+// dedupID is a valid MessageDeduplicationId (64 hex digits) whatever the
+// characters and length of the parts.
+func dedupID(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
+}
+
+func (h *Handler) logDecision(ctx context.Context, d decision, err error) {
+	attrs := []slog.Attr{slog.String("messageId", d.entry.RecordID)}
+	if d.n > 0 {
+		attrs = append(attrs, slog.Int("n", d.n))
+	}
+	level, msg := slog.LevelInfo, "replayed to the main queue"
+	if d.reason == "" {
+		attrs = append(attrs, slog.String("destination", "main"), slog.Int("delaySeconds", int(d.entry.DelaySeconds)))
+	} else {
+		level, msg = slog.LevelWarn, "forwarded to the operator queue"
+		attrs = append(attrs, slog.String("destination", "operator"), slog.String("reason", d.reason))
+	}
+	if err != nil {
+		level, msg = slog.LevelError, "not sent; the record stays in the DLQ and will be retried"
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	h.log.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,131 @@
+package sqsmsg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// BatchSender is the one SQS call SendBatch makes.
+type BatchSender interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ BatchSender = (*sqs.Client)(nil)
+
+var (
+	// ErrTooLarge: the message alone exceeds MaxMessageBytes, so it was not sent.
+	ErrTooLarge = errors.New("sqsmsg: message exceeds the SQS message size limit")
+	// ErrNotConfirmed: SQS answered but listed the entry neither as sent nor as
+	// failed. It is treated as not sent, because only SQS's word counts as sent.
+	ErrNotConfirmed = errors.New("sqsmsg: SQS did not confirm the message")
+)
+
+// EntryError is SQS's per-entry failure from a SendMessageBatch result.
+type EntryError struct {
+	Code        string
+	Message     string
+	SenderFault bool
+}
+
+func (e *EntryError) Error() string {
+	return fmt.Sprintf("sqsmsg: SQS rejected the message: %s: %s (sender fault: %t)", e.Code, e.Message, e.SenderFault)
+}
+
+// SendBatch sends entries to queueURL in order, in as few SendMessageBatch
+// calls as the limits allow (MaxBatchEntries entries and MaxBatchBytes per
+// call), and returns the RecordIDs that were NOT accepted with the reason:
+// an *EntryError for a per-entry failure, the wrapped call error for every
+// entry of a call that failed as a whole (a cancelled ctx included),
+// ErrTooLarge, or ErrNotConfirmed. An empty result means every entry was
+// accepted. RecordIDs should be unique; for a duplicate only the first
+// failure is kept.
+func SendBatch(ctx context.Context, api BatchSender, queueURL string, entries []Entry) map[string]error {
+	failed := map[string]error{}
+	fail := func(id string, err error) {
+		if _, dup := failed[id]; !dup {
+			failed[id] = err
+		}
+	}
+	var chunk []int // indexes into entries
+	size := 0
+	flush := func() {
+		if len(chunk) > 0 {
+			sendChunk(ctx, api, queueURL, entries, chunk, fail)
+		}
+		chunk, size = chunk[:0], 0
+	}
+	for i, e := range entries {
+		n := e.Size()
+		if n > MaxMessageBytes {
+			fail(e.RecordID, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, MaxMessageBytes))
+			continue
+		}
+		if len(chunk) == MaxBatchEntries || size+n > MaxBatchBytes {
+			flush()
+		}
+		chunk = append(chunk, i)
+		size += n
+	}
+	flush()
+	return failed
+}
+
+// sendChunk makes one call. Entry Ids are the entries' indexes: always valid
+// batch ids and unique, whatever the RecordIDs look like.
+func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []Entry, chunk []int, fail func(string, error)) {
+	if err := ctx.Err(); err != nil {
+		for _, i := range chunk {
+			fail(entries[i].RecordID, fmt.Errorf("sqsmsg: not sent: %w", err))
+		}
+		return
+	}
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))}
+	pending := make(map[string]string, len(chunk)) // batch id -> RecordID
+	for k, i := range chunk {
+		e := entries[i]
+		id := strconv.Itoa(i)
+		pending[id] = e.RecordID
+		in.Entries[k] = sqstypes.SendMessageBatchRequestEntry{
+			Id:                     aws.String(id),
+			MessageBody:            aws.String(e.Body),
+			MessageAttributes:      e.Attributes,
+			DelaySeconds:           e.DelaySeconds,
+			MessageGroupId:         optional(e.GroupID),
+			MessageDeduplicationId: optional(e.DeduplicationID),
+		}
+	}
+	out, err := api.SendMessageBatch(ctx, in)
+	if err != nil {
+		err = fmt.Errorf("sqsmsg: SendMessageBatch to %s: %w", queueURL, err)
+		for _, rid := range pending {
+			fail(rid, err)
+		}
+		return
+	}
+	// Failures first: an entry listed as both is not counted as sent.
+	for _, f := range out.Failed {
+		if rid, ok := pending[aws.ToString(f.Id)]; ok {
+			fail(rid, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
+			delete(pending, aws.ToString(f.Id))
+		}
+	}
+	for _, s := range out.Successful {
+		delete(pending, aws.ToString(s.Id))
+	}
+	for _, rid := range pending {
+		fail(rid, ErrNotConfirmed)
+	}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

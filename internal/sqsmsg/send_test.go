@@ -1,0 +1,240 @@
+package sqsmsg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// fakeSender records every call and answers with respond, or accepts every
+// entry when respond is nil.
+type fakeSender struct {
+	mu      sync.Mutex
+	calls   []*sqs.SendMessageBatchInput
+	respond func(call int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error)
+}
+
+func (f *fakeSender) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, in)
+	call := len(f.calls)
+	f.mu.Unlock()
+	if f.respond != nil {
+		return f.respond(call, in)
+	}
+	return acceptAll(in), nil
+}
+
+func acceptAll(in *sqs.SendMessageBatchInput) *sqs.SendMessageBatchOutput {
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m-" + *e.Id)})
+	}
+	return out
+}
+
+var validBatchID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+
+// bodies returns the bodies of each call, checking the invariants every call
+// must satisfy: valid unique Ids, at most 10 entries, within the byte limit.
+func (f *fakeSender) bodies(t *testing.T) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, in := range f.calls {
+		var bs []string
+		ids := map[string]bool{}
+		total := 0
+		for _, e := range in.Entries {
+			id := aws.ToString(e.Id)
+			if !validBatchID.MatchString(id) || ids[id] {
+				t.Errorf("entry id %q is invalid or repeated in its batch", id)
+			}
+			ids[id] = true
+			total += Entry{Body: *e.MessageBody, Attributes: e.MessageAttributes}.Size()
+			bs = append(bs, *e.MessageBody)
+		}
+		if len(in.Entries) == 0 || len(in.Entries) > MaxBatchEntries || total > MaxBatchBytes {
+			t.Errorf("call with %d entries and %d bytes breaks SQS's batch limits", len(in.Entries), total)
+		}
+		out = append(out, bs)
+	}
+	return out
+}
+
+func entries(n, size int) []Entry {
+	es := make([]Entry, n)
+	for i := range es {
+		body := fmt.Sprintf("b%d", i)
+		es[i] = Entry{RecordID: fmt.Sprintf("record %d / ünïcode, not a valid batch id %s", i, strings.Repeat("x", 100)), Body: body + strings.Repeat(".", max(0, size-len(body)))}
+	}
+	return es
+}
+
+func TestSendBatchChunks(t *testing.T) {
+	t.Parallel()
+	const big = 400 << 10
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    []int // entries per call
+	}{
+		{"none", nil, nil},
+		{"one", entries(1, 10), []int{1}},
+		{"ten is one call", entries(10, 10), []int{10}},
+		{"by count", entries(25, 10), []int{10, 10, 5}},
+		{"by bytes", entries(5, big), []int{2, 2, 1}},
+		{"exactly the byte limit", entries(2, MaxBatchBytes/2), []int{2}},
+		{"one byte over", append(entries(1, MaxBatchBytes/2), entries(1, MaxBatchBytes/2+1)...), []int{1, 1}},
+		{"a message at the limit alone", entries(3, MaxMessageBytes), []int{1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeSender{}
+			if failed := SendBatch(context.Background(), f, "q", tt.entries); len(failed) != 0 {
+				t.Fatalf("failed = %v", failed)
+			}
+			calls := f.bodies(t)
+			var got []int
+			var order []string
+			for _, c := range calls {
+				got = append(got, len(c))
+				order = append(order, c...)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("entries per call = %v, want %v", got, tt.want)
+			}
+			for i, b := range order {
+				if b != tt.entries[i].Body {
+					t.Fatalf("entry %d sent out of order", i)
+				}
+			}
+		})
+	}
+}
+
+func TestSendBatchFailuresMapToRecords(t *testing.T) {
+	t.Parallel()
+	errThrottled := errors.New("throttled")
+	failBody := func(body string) func(int, *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+		return func(_ int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := &sqs.SendMessageBatchOutput{}
+			for _, e := range in.Entries {
+				if strings.HasPrefix(*e.MessageBody, body) {
+					out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("try again")})
+				} else {
+					out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+				}
+			}
+			return out, nil
+		}
+	}
+	tests := []struct {
+		name    string
+		n       int
+		respond func(int, *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error)
+		want    map[int]error // entry index -> error it must match
+	}{
+		{"per-entry failure", 12, failBody("b3."), map[int]error{3: &EntryError{}}},
+		{"whole second call fails", 25, func(call int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			if call == 2 {
+				return nil, errThrottled
+			}
+			return acceptAll(in), nil
+		}, map[int]error{10: errThrottled, 11: errThrottled, 12: errThrottled, 13: errThrottled, 14: errThrottled, 15: errThrottled, 16: errThrottled, 17: errThrottled, 18: errThrottled, 19: errThrottled}},
+		{"entry missing from the answer", 3, func(_ int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := acceptAll(in)
+			out.Successful = out.Successful[1:]
+			return out, nil
+		}, map[int]error{0: ErrNotConfirmed}},
+		{"entry listed as sent and failed", 2, func(_ int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := acceptAll(in)
+			out.Failed = []sqstypes.BatchResultErrorEntry{{Id: in.Entries[1].Id, Code: aws.String("X")}}
+			return out, nil
+		}, map[int]error{1: &EntryError{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			es := entries(tt.n, 10)
+			failed := SendBatch(context.Background(), &fakeSender{respond: tt.respond}, "q", es)
+			if len(failed) != len(tt.want) {
+				t.Errorf("failed %d records, want %d: %v", len(failed), len(tt.want), failed)
+			}
+			for i, want := range tt.want {
+				err := failed[es[i].RecordID]
+				var ee *EntryError
+				if _, isEntry := want.(*EntryError); isEntry && !errors.As(err, &ee) || !isEntry && !errors.Is(err, want) {
+					t.Errorf("entry %d: error %v, want %T %v", i, err, want, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSendBatchTooLargeEntryFailsAlone(t *testing.T) {
+	t.Parallel()
+	es := entries(3, 10)
+	es[1].Body = strings.Repeat("x", MaxMessageBytes-20)
+	es[1].Attributes = map[string]sqstypes.MessageAttributeValue{"attribute": String("pushes it over")}
+	f := &fakeSender{}
+	failed := SendBatch(context.Background(), f, "q", es)
+	if len(failed) != 1 || !errors.Is(failed[es[1].RecordID], ErrTooLarge) {
+		t.Errorf("failed = %v, want only the oversized record with ErrTooLarge", failed)
+	}
+	if got := f.bodies(t); len(got) != 1 || len(got[0]) != 2 {
+		t.Errorf("calls = %d, want the two others in one call", len(got))
+	}
+}
+
+func TestSendBatchHonoursContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	es := entries(15, 10)
+	f := &fakeSender{respond: func(_ int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+		cancel() // the deadline passes during the first call
+		return acceptAll(in), nil
+	}}
+	failed := SendBatch(ctx, f, "q", es)
+	if len(f.calls) != 1 || len(failed) != 5 {
+		t.Fatalf("calls = %d, failed = %d; want 1 call and the 5 unsent records failed", len(f.calls), len(failed))
+	}
+	for _, e := range es[10:] {
+		if !errors.Is(failed[e.RecordID], context.Canceled) {
+			t.Errorf("%s: %v, want context.Canceled", e.RecordID, failed[e.RecordID])
+		}
+	}
+}
+
+func TestEntrySizeAndSetAttribute(t *testing.T) {
+	t.Parallel()
+	e := Entry{Body: "héllo", Attributes: map[string]sqstypes.MessageAttributeValue{
+		"b": {DataType: aws.String("Binary.gzip"), BinaryValue: []byte{0, 1, 2}},
+	}}
+	if got, want := e.Size(), len("héllo")+len("b")+len("Binary.gzip")+3; got != want {
+		t.Errorf("Size = %d, want %d (bytes, not runes)", got, want)
+	}
+	for i := len(e.Attributes); i < MaxAttributes; i++ {
+		if !e.SetAttribute(fmt.Sprint("a", i), String("v")) {
+			t.Fatalf("attribute %d refused with room left", i+1)
+		}
+	}
+	if e.SetAttribute("one-too-many", String("v")) {
+		t.Error("an 11th attribute was accepted")
+	}
+	if !e.SetAttribute("a1", String("replaced")) || *e.Attributes["a1"].StringValue != "replaced" {
+		t.Error("replacing an existing attribute at the count limit was refused")
+	}
+	big := Entry{Body: strings.Repeat("x", MaxMessageBytes-len("k")-len("String")-2)}
+	if big.SetAttribute("k", String("vvv")) || !big.SetAttribute("k", String("vv")) || big.Size() != MaxMessageBytes {
+		t.Error("SetAttribute does not respect the message size limit exactly")
+	}
+}
