@@ -2,7 +2,10 @@ package dedupe
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"time"
 )
 
@@ -17,6 +20,10 @@ var (
 	// ErrUnavailable: the table could not be reached, throttled the call or
 	// failed it; the outcome of the operation is unknown or it did not run.
 	ErrUnavailable = errors.New("dedupe: store unavailable")
+	// ErrMisconfigured: the table does not exist, the function may not use
+	// it, or its schema is not the store's; no retry will help until someone
+	// fixes the deployment.
+	ErrMisconfigured = errors.New("dedupe: store misconfigured")
 )
 
 // HeldError is returned by Acquire when the key is held: it says by whom and
@@ -43,8 +50,9 @@ func (e *HeldError) Is(target error) bool {
 	return false
 }
 
-// StoreError is a failed call to the table. It matches ErrUnavailable and
-// unwraps to the SDK's error, so callers can still inspect the AWS error code.
+// StoreError is a failed call to the table. It matches ErrMisconfigured or
+// ErrUnavailable and unwraps to the SDK's error, so callers can still inspect
+// the AWS error code.
 type StoreError struct {
 	Op  string
 	Key string
@@ -55,6 +63,30 @@ func (e *StoreError) Error() string {
 	return fmt.Sprintf("dedupe: %s %q: %v", e.Op, e.Key, e.Err)
 }
 
-func (e *StoreError) Is(target error) bool { return target == ErrUnavailable }
+func (e *StoreError) Is(target error) bool {
+	switch target {
+	case ErrMisconfigured:
+		return misconfigured(e.Err)
+	case ErrUnavailable:
+		return !misconfigured(e.Err)
+	}
+	return false
+}
+
+// misconfigured recognises the errors that a retry cannot fix.
+func misconfigured(err error) bool {
+	var notFound *types.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AccessDeniedException", "ValidationException", "UnrecognizedClientException":
+			return true
+		}
+	}
+	return false
+}
 
 func (e *StoreError) Unwrap() error { return e.Err }

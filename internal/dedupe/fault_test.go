@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 )
@@ -115,5 +116,57 @@ func TestCompletionRetryRefusesToWaitPastDeadline(t *testing.T) {
 	}
 	if res := g.Do(ctx, "k", succeed); res.Outcome != dedupe.ProcessedUnrecorded || fake.updates != 1 {
 		t.Fatalf("outcome %v after %d writes, want processed-unrecorded after 1", res.Outcome, fake.updates)
+	}
+}
+
+func TestMisconfiguredStoreIsToldApartFromAnOutage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fault             error
+		wantMisconfigured bool
+	}{
+		{&types.ResourceNotFoundException{Message: new("Requested resource not found")}, true},
+		{&smithy.GenericAPIError{Code: "AccessDeniedException"}, true},
+		{&smithy.GenericAPIError{Code: "ValidationException"}, true},
+		{throttled, false},
+		{&smithy.GenericAPIError{Code: "ThrottlingException"}, false},
+		{errors.New("connection reset by peer"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault.Error(), func(t *testing.T) {
+			t.Parallel()
+			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{putErr: tt.fault}, "t", "p")}
+			res := g.Do(context.Background(), "k", succeed)
+			if res.Outcome != dedupe.NotAcquired ||
+				errors.Is(res.Err, dedupe.ErrMisconfigured) != tt.wantMisconfigured ||
+				errors.Is(res.Err, dedupe.ErrUnavailable) == tt.wantMisconfigured {
+				t.Errorf("%v: outcome %v, misconfigured=%v unavailable=%v; want misconfigured=%v",
+					tt.fault, res.Outcome, errors.Is(res.Err, dedupe.ErrMisconfigured), errors.Is(res.Err, dedupe.ErrUnavailable), tt.wantMisconfigured)
+			}
+		})
+	}
+}
+
+func TestHandlerDeadlineLeavesTimeToRecordCompletion(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		left, wantReserve time.Duration
+	}{
+		{10 * time.Second, time.Second},
+		{5 * time.Minute, dedupe.MaxCompletionReserve},
+	}
+	for _, tt := range tests {
+		t.Run(tt.left.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithDeadline(context.Background(), now.Add(tt.left))
+			defer cancel()
+			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{}, "t", "p"), Now: func() time.Time { return now }}
+			var fnDeadline time.Time
+			g.Do(ctx, "k", func(ctx context.Context) error { fnDeadline, _ = ctx.Deadline(); return nil })
+			if want := now.Add(tt.left - tt.wantReserve); !fnDeadline.Equal(want) {
+				t.Errorf("handler deadline %v, want %v: %v kept back for the completion", fnDeadline, want, tt.wantReserve)
+			}
+		})
 	}
 }

@@ -17,6 +17,10 @@ const (
 	// NoDeadlineLockTimeout bounds the lock of a context without a deadline:
 	// Lambda's longest timeout, so a lock is never open-ended.
 	NoDeadlineLockTimeout = 15 * time.Minute
+	// MaxCompletionReserve is the most of an invocation's remaining time kept
+	// back from the handler for writing its outcome (a tenth of it, at most
+	// this).
+	MaxCompletionReserve = 2 * time.Second
 )
 
 // Outcome says what Guard.Do did with a key.
@@ -35,7 +39,8 @@ const (
 	// Failed: fn returned an error (see Result.Err); the lock was released
 	// or, if releasing failed, expires on its own.
 	Failed
-	// NotAcquired: the store failed, so fn did not run.
+	// NotAcquired: the store failed or is misconfigured (Result.Err matches
+	// ErrUnavailable or ErrMisconfigured), so fn did not run.
 	NotAcquired
 )
 
@@ -67,6 +72,8 @@ type Result struct {
 	ReleaseErr error
 	// TookOver: the lock replaced an expired lock or an ended window.
 	TookOver bool
+	// LockExpiresAt is when the lock this call took ends (zero if none).
+	LockExpiresAt time.Time
 }
 
 // Guard runs functions at most once per key within the dedupe window, as far
@@ -103,15 +110,18 @@ func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) err
 		return Result{Outcome: NotAcquired, Err: err}
 	}
 
-	if err := fn(ctx); err != nil {
-		res := Result{Outcome: Failed, Err: err, TookOver: lease.TookOver}
+	fnCtx, cancel := g.handlerContext(ctx, now)
+	err = fn(fnCtx)
+	cancel()
+	if err != nil {
+		res := Result{Outcome: Failed, Err: err, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
 		res.ReleaseErr = g.Store.Release(ctx, lease)
 		return res
 	}
 	if err := g.complete(ctx, lease); err != nil {
-		return Result{Outcome: ProcessedUnrecorded, Err: err, TookOver: lease.TookOver}
+		return Result{Outcome: ProcessedUnrecorded, Err: err, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
 	}
-	return Result{Outcome: Processed, TookOver: lease.TookOver}
+	return Result{Outcome: Processed, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
 }
 
 // complete retries a failed completion write within ctx's deadline: fn's side
@@ -132,6 +142,18 @@ func (g *Guard) complete(ctx context.Context, lease Lease) error {
 		}
 		delay *= 2
 	}
+}
+
+// handlerContext keeps back part of the invocation's remaining time from fn,
+// so that a handler finishing at its deadline still leaves time to record the
+// completion instead of opening a duplicate window.
+func (g *Guard) handlerContext(ctx context.Context, now time.Time) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	reserve := min(MaxCompletionReserve, deadline.Sub(now)/10)
+	return context.WithDeadline(ctx, deadline.Add(-reserve))
 }
 
 func (g *Guard) lockUntil(ctx context.Context, now time.Time) time.Time {

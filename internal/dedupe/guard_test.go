@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
 )
 
@@ -38,6 +39,9 @@ func (c *clock) Advance(d time.Duration) {
 
 type bundle struct {
 	client *dynamodb.Client
+	// writer is the client as the store sees it: moto's writes made atomic,
+	// as DynamoDB's are (see motoserver.SerializeWrites).
+	writer motoserver.DynamoWriter
 	table  string
 	store  *dedupe.Store
 	clock  *clock
@@ -49,7 +53,8 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	cfg := mototest.Config(t)
 	b := bundle{client: dynamodb.NewFromConfig(cfg), table: mototest.NewIdempotencyTable(t, cfg), clock: newClock()}
-	b.store = dedupe.NewStore(b.client, b.table, "orders-fn")
+	b.writer = motoserver.SerializeWrites(b.client)
+	b.store = dedupe.NewStore(b.writer, b.table, "orders-fn")
 	b.guard = b.newGuard(b.store)
 	return b
 }
@@ -93,7 +98,7 @@ func TestConcurrentHoldersRunHandlerOnce(t *testing.T) {
 			defer wg.Done()
 			<-start
 			// Each holder has its own Store, as separate Lambda instances do.
-			g := b.newGuard(dedupe.NewStore(b.client, b.table, "orders-fn"))
+			g := b.newGuard(dedupe.NewStore(b.writer, b.table, "orders-fn"))
 			outcomes[i] = g.Do(context.Background(), "order-42", func(context.Context) error {
 				runs.Add(1)
 				return nil
@@ -235,7 +240,7 @@ func TestFailedHandlerReleasesLockForImmediateRetry(t *testing.T) {
 func TestKeysArePrefixedSoConsumersCanShareATable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	other := b.newGuard(dedupe.NewStore(b.client, b.table, "emails-fn"))
+	other := b.newGuard(dedupe.NewStore(b.writer, b.table, "emails-fn"))
 	for _, g := range []*dedupe.Guard{b.guard, other} {
 		if res := g.Do(context.Background(), "same-key", succeed); res.Outcome != dedupe.Processed {
 			t.Fatalf("prefix consumer: %v (%v), want processed: prefixes must not collide", res.Outcome, res.Err)

@@ -1,7 +1,6 @@
 package jitter
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -35,31 +34,15 @@ func ParseStrategy(s string) (Strategy, error) {
 
 // Policy is an exponential backoff: attempt n has the ceiling
 // min(Cap, Base·Rate^n), and Strategy draws the delay below it.
+//
+// No field value makes Delay unbounded: Rate below 1 or NaN counts as 1, a
+// negative Base or Cap as 0, an unknown Strategy as Full. Configuration
+// readers check ranges themselves, so that a bad value names its variable.
 type Policy struct {
 	Base     time.Duration
 	Rate     float64
 	Cap      time.Duration
 	Strategy Strategy
-}
-
-// Validate reports a policy that cannot mean what its user intended. Delay
-// still returns a bounded value for an invalid policy: Rate below 1 or NaN
-// counts as 1, a negative Base or Cap as 0, an unknown Strategy as Full.
-func (p Policy) Validate() error {
-	var errs []error
-	if p.Base < 0 {
-		errs = append(errs, fmt.Errorf("jitter: base %v is negative", p.Base))
-	}
-	if !(p.Rate >= 1) || math.IsInf(p.Rate, 1) {
-		errs = append(errs, fmt.Errorf("jitter: rate %v is not a finite number >= 1", p.Rate))
-	}
-	if p.Cap < 0 {
-		errs = append(errs, fmt.Errorf("jitter: cap %v is negative", p.Cap))
-	}
-	if _, err := ParseStrategy(string(p.Strategy)); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // Ceiling is min(Cap, Base·Rate^n); n below 0 counts as 0. A huge n or Rate

@@ -153,23 +153,3 @@ func TestFullIsUniform(t *testing.T) {
 		t.Errorf("mean delay %.3f of the ceiling, want 0.5", mean)
 	}
 }
-
-func TestValidate(t *testing.T) {
-	t.Parallel()
-	good := Policy{Base: time.Second, Rate: 1, Cap: time.Minute, Strategy: None}
-	if err := good.Validate(); err != nil {
-		t.Errorf("valid policy: %v", err)
-	}
-	for _, bad := range []Policy{
-		{Base: -1, Rate: 2, Cap: 1, Strategy: Full},
-		{Rate: 0.5, Cap: 1, Strategy: Full},
-		{Rate: math.NaN(), Cap: 1, Strategy: Full},
-		{Rate: math.Inf(1), Cap: 1, Strategy: Full},
-		{Rate: 2, Cap: -1, Strategy: Full},
-		{Rate: 2, Cap: 1, Strategy: "random"},
-	} {
-		if bad.Validate() == nil {
-			t.Errorf("%+v accepted", bad)
-		}
-	}
-}

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
@@ -17,6 +18,10 @@ const (
 	// message is lost: choose it only when a lost message is acceptable.
 	InProgressDrop = "drop"
 )
+
+// maxPrefixBytes with maxKeyBytes keeps record ids within DynamoDB's
+// 2048-byte partition key.
+const maxPrefixBytes = 128
 
 // Config is the processor's configuration, read from the environment.
 type Config struct {
@@ -49,8 +54,12 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		FailureBackoffBase: r.Seconds("FAILURE_BACKOFF_BASE", 0, time.Second, maxVisibility),
 		OperatorQueueURL:   r.QueueURL("OPERATOR_QUEUE_URL", false),
 	}
-	if c.KeyPrefix == "" {
+	switch {
+	case c.KeyPrefix == "":
 		r.Fail("KEY_PREFIX", "not set, and AWS_LAMBDA_FUNCTION_NAME (its default) is not set either")
+	case len(c.KeyPrefix) > maxPrefixBytes || strings.ContainsAny(c.KeyPrefix, "# \t\n"):
+		// "a#b" + "#" + "c" would be the record of prefix "a", key "b#c".
+		r.Fail("KEY_PREFIX", "%q must be at most %d bytes without '#' or white space", c.KeyPrefix, maxPrefixBytes)
 	}
 	key, err := ParseKeySource(r.String("IDEMPOTENCY_KEY", "messageId"))
 	if err != nil {

@@ -47,6 +47,16 @@ func TestLoadConfigNamesEveryBadVariable(t *testing.T) {
 	}
 }
 
+func TestLoadConfigRejectsCollidingKeyPrefixes(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range []string{"orders#v2", "orders fn", strings.Repeat("p", 129)} {
+		_, err := processor.LoadConfig(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": prefix}))
+		if err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
+			t.Errorf("KEY_PREFIX=%q accepted (%v)", prefix, err)
+		}
+	}
+}
+
 func TestKeySource(t *testing.T) {
 	t.Parallel()
 	str := func(s string) events.SQSMessageAttribute {
@@ -66,6 +76,7 @@ func TestKeySource(t *testing.T) {
 		{"body:/a~1b/c~0d/1", events.SQSMessage{Body: `{"a/b":{"c~d":["x","y"]}}`}, "y", ""},
 		{"body:/orderId", events.SQSMessage{Body: `{"orderId":""}`}, "", "empty value"},
 		{"body:/orderId", events.SQSMessage{Body: `{"orderId":null}`}, "", "null"},
+		{"body:/priority", events.SQSMessage{Body: `{"priority":true}`}, "", "boolean"},
 		{"body:/orderId", events.SQSMessage{Body: `{"orderId":{"id":1}}`}, "", "object or array"},
 		{"body:/orderId", events.SQSMessage{Body: `{}`}, "", "no member at /orderId"},
 		{"body:/items/3", events.SQSMessage{Body: `{"items":[1]}`}, "", "no element at /items/3"},

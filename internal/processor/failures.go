@@ -1,10 +1,8 @@
 package processor
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -23,8 +21,10 @@ import (
 // marked Permanent.
 const ReasonPermanent = "permanent-error"
 
-// maxVisibility is SQS's longest visibility timeout.
-const maxVisibility = 12 * time.Hour
+// maxVisibility is the longest failure backoff. SQS refuses a visibility
+// timeout reaching past 12 hours from the receive; the receive happened at
+// most a Lambda timeout (15 min) plus a batching window (5 min) ago.
+const maxVisibility = 12*time.Hour - 20*time.Minute
 
 // failureBackoff is the visibility delay of a failed record. Equal jitter,
 // not full: the point is to slow a poison message down, and full jitter
@@ -43,17 +43,8 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 		if o.verdict != toOperator {
 			continue
 		}
-		msg := records[i]
-		e := sqsmsg.Entry{RecordID: msg.MessageId, Body: msg.Body, Attributes: sqsmsg.Attributes(msg.MessageAttributes)}
-		// A message that already has SQS's maximum of attributes is
-		// forwarded unchanged rather than losing one of its own.
-		e.SetAttribute(sqsmsg.AttrReason, sqsmsg.String(ReasonPermanent))
-		if strings.HasSuffix(h.cfg.OperatorQueueURL, ".fifo") {
-			e.GroupID = cmp.Or(msg.Attributes["MessageGroupId"], "sqs-once")
-			e.DeduplicationID = msg.MessageId
-		}
-		entries = append(entries, e)
-		index[msg.MessageId] = i
+		entries = append(entries, sqsmsg.ForwardEntry(records[i], h.cfg.OperatorQueueURL, ReasonPermanent))
+		index[records[i].MessageId] = i
 	}
 	if len(entries) == 0 {
 		return
@@ -62,11 +53,11 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 	for _, e := range entries {
 		i := index[e.RecordID]
 		if err, ok := failed[e.RecordID]; ok {
-			slog.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
+			h.log.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
 			outcomes[i].verdict = retry
 			continue
 		}
-		slog.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", ReasonPermanent)
+		h.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", ReasonPermanent)
 		outcomes[i].verdict = done
 	}
 }
@@ -81,7 +72,7 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
 		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
 		if err != nil {
-			slog.WarnContext(ctx, "failure backoff skipped", "error", err)
+			h.log.WarnContext(ctx, "failure backoff skipped", "error", err)
 			continue
 		}
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL)}
@@ -96,16 +87,17 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 		}
 		out, err := h.sqs.ChangeMessageVisibilityBatch(ctx, in)
 		if err != nil {
-			slog.WarnContext(ctx, "failure backoff not applied; records retry after the visibility timeout", "error", err, "records", len(chunk))
+			h.log.WarnContext(ctx, "failure backoff not applied; records retry after the visibility timeout", "error", err, "records", len(chunk))
 			continue
 		}
 		for _, f := range out.Failed {
 			i, _ := strconv.Atoi(aws.ToString(f.Id))
-			slog.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
+			h.log.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
 				"code", aws.ToString(f.Code), "error", aws.ToString(f.Message))
 		}
-		for i, e := range in.Entries {
-			slog.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+		for _, ok := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(ok.Id))
+			h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", in.Entries[i].VisibilityTimeout)
 		}
 	}
 }

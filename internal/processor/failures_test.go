@@ -165,8 +165,9 @@ func TestFailureBackoffGrowsWithReceiveCount(t *testing.T) {
 	if url := aws.ToString(rec.ins[0].QueueUrl); !strings.HasSuffix(url, "/123456789012/orders") {
 		t.Errorf("queue URL %s not derived from the event source ARN", url)
 	}
-	// Equal jitter with r = 0.5: 0.75 × min(12 h, 10 s × 2^n).
-	want := []int32{15, 30, 60, 30720, 32400}
+	// Equal jitter with r = 0.5: 0.75 × min(11 h 40 min, 10 s × 2^n). The cap
+	// stays under SQS's 12 hours from the receive.
+	want := []int32{15, 30, 60, 30720, 31500}
 	byHandle := map[string]int32{}
 	for _, e := range rec.ins[0].Entries {
 		byHandle[aws.ToString(e.ReceiptHandle)] = e.VisibilityTimeout
@@ -175,5 +176,25 @@ func TestFailureBackoffGrowsWithReceiveCount(t *testing.T) {
 		if got := byHandle["rh-"+id]; got != want[i] {
 			t.Errorf("receive count %s: visibility %d s, want %d s", receives[i], got, want[i])
 		}
+	}
+}
+
+func TestPermanentFailureOnFIFOKeepsItsGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.OperatorQueueURL = mototest.NewQueue(t, b.aws, true, nil)
+	b.handler = b.newHandler()
+	b.business.errs["a1"] = processor.Permanent(errors.New("bad"))
+	// a2 waits for the next delivery: the forward is confirmed only after the
+	// group has run, and a2 must not overtake a1 if the forward fails.
+	if failed := b.handle(t, record("a1", "x", fifo("a")), record("a2", "y", fifo("a"))); !slices.Equal(failed, []string{"a2"}) {
+		t.Fatalf("failed %v, want [a2]", failed)
+	}
+	got := mototest.Receive(t, b.aws, b.cfg.OperatorQueueURL, 1, 5*time.Second)
+	if len(got) != 1 || got[0].Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)] != "a" {
+		t.Fatalf("operator queue got %+v, want the message in its group a", got)
+	}
+	if got := b.business.Calls(); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("business calls %v, want [a1]", got)
 	}
 }

@@ -47,6 +47,8 @@ type Deps struct {
 	Rand func() float64
 	// Sleep waits between retries of a completion write.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Logger receives one line per record; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Handler consumes one queue's Lambda SQS events.
@@ -57,6 +59,7 @@ type Handler struct {
 	business Business
 	rand     func() float64
 	backoff  jitter.Policy
+	log      *slog.Logger
 }
 
 // NewHandler builds the handler with SDK clients from awsCfg.
@@ -73,6 +76,9 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Rand == nil {
 		d.Rand = rand.Float64
 	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
 	return &Handler{
 		cfg: cfg,
 		guard: &dedupe.Guard{
@@ -86,6 +92,7 @@ func New(cfg Config, d Deps) *Handler {
 		business: d.Business,
 		rand:     d.Rand,
 		backoff:  failureBackoff(cfg.FailureBackoffBase),
+		log:      d.Logger,
 	}
 }
 
@@ -98,10 +105,7 @@ const (
 	toOperator                // forwarded, then deleted; retried if forwarding fails
 )
 
-type outcome struct {
-	verdict verdict
-	err     error
-}
+type outcome struct{ verdict verdict }
 
 // Handle processes a batch and reports the records to retry. It returns an
 // error never: an error would fail the whole batch and make Lambda scale its
@@ -164,8 +168,8 @@ func (h *Handler) runUnit(ctx context.Context, records []events.SQSMessage, unit
 			continue
 		}
 		for _, j := range unit[n+1:] {
-			outcomes[j] = outcome{verdict: retry, err: errors.New("earlier message of its FIFO group failed")}
-			slog.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
+			outcomes[j] = outcome{verdict: retry}
+			h.log.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
 				"blockedBy", records[i].MessageId)
 		}
 		return
@@ -173,12 +177,12 @@ func (h *Handler) runUnit(ctx context.Context, records []events.SQSMessage, unit
 }
 
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
-	log := slog.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
+	log := h.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
 	key, err := h.cfg.Key.Key(msg)
 	if err != nil {
 		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
 			"outcome", "no-key", "error", err)
-		return outcome{verdict: retry, err: err}
+		return outcome{verdict: retry}
 	}
 	log = log.With("key", key)
 
@@ -191,8 +195,13 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		log.InfoContext(ctx, "record processed", "tookOver", res.TookOver)
 		return outcome{verdict: done}
 	case dedupe.ProcessedUnrecorded:
-		log.ErrorContext(ctx, "record processed but its completion was not recorded: a redelivery after the lock expires would run it again (duplicate possible)",
-			"error", res.Err)
+		if errors.Is(res.Err, dedupe.ErrLockLost) {
+			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise LOCK_TIMEOUT above the handler's run time",
+				"error", res.Err)
+		} else {
+			log.ErrorContext(ctx, "record processed but its completion was not recorded: a delivery of the same key after the lock expires would run it again (duplicate possible)",
+				"error", res.Err, "lockExpiresAt", res.LockExpiresAt)
+		}
 		return outcome{verdict: done}
 	case dedupe.Duplicate:
 		log.InfoContext(ctx, "duplicate suppressed", "detail", res.Err)
@@ -203,20 +212,25 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 			return outcome{verdict: done}
 		}
 		log.InfoContext(ctx, "record in progress elsewhere; retried later", "detail", res.Err)
-		return outcome{verdict: retry, err: res.Err}
+		return outcome{verdict: retry}
 	case dedupe.Failed:
 		if res.ReleaseErr != nil {
 			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.ReleaseErr)
 		}
 		if IsPermanent(res.Err) && h.cfg.OperatorQueueURL != "" {
 			log.WarnContext(ctx, "record failed permanently; forwarding to the operator queue", "error", res.Err)
-			return outcome{verdict: toOperator, err: res.Err}
+			return outcome{verdict: toOperator}
 		}
 		log.WarnContext(ctx, "record failed; retried later", "error", res.Err, "permanent", IsPermanent(res.Err))
-		return outcome{verdict: retry, err: res.Err}
+		return outcome{verdict: retry}
 	}
-	log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
-	return outcome{verdict: retry, err: res.Err}
+	if errors.Is(res.Err, dedupe.ErrMisconfigured) {
+		log.ErrorContext(ctx, "record not processed: idempotency table misconfigured; check IDEMPOTENCY_TABLE, its key schema (id, string) and the function's permissions",
+			"error", res.Err)
+	} else {
+		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
+	}
+	return outcome{verdict: retry}
 }
 
 // runBusiness turns a panic into a failure, so the lock is released and the

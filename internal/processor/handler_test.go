@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,6 +158,13 @@ func TestMissingKeyFailsWithoutRunning(t *testing.T) {
 	if b.dynamo.total() != 2 {
 		t.Errorf("%d DynamoDB calls, want 2 (only the keyed record)", b.dynamo.total())
 	}
+	logs := b.logs.String()
+	for _, id := range []string{"no-key", "not-json"} {
+		if !strings.Contains(logs, `"level":"ERROR","msg":"record not processed: no idempotency key`) ||
+			!strings.Contains(logs, `"messageId":"`+id+`"`) {
+			t.Errorf("no error line naming %s and the missing key:\n%s", id, logs)
+		}
+	}
 }
 
 func TestDynamoDBCallsPerRecord(t *testing.T) {
@@ -203,6 +211,9 @@ func TestUnrecordedCompletionReportsSuccess(t *testing.T) {
 	}
 	if got := b.dynamo.updates.Load(); got < 2 {
 		t.Errorf("completion written %d times, want retries", got)
+	}
+	if logs := b.logs.String(); !strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, "duplicate possible") {
+		t.Errorf("no error line saying a duplicate is possible:\n%s", logs)
 	}
 }
 

@@ -133,7 +133,9 @@ func bodyKey(body string, tokens []string) (string, error) {
 	case json.Number:
 		return v.String(), nil
 	case bool:
-		return strconv.FormatBool(v), nil
+		// Two values for a whole stream of messages: all but the first of
+		// each would be dropped as duplicates.
+		return "", errors.New("value is a boolean, not a string or number")
 	case nil:
 		return "", errors.New("value is null")
 	}

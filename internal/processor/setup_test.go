@@ -1,8 +1,10 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
 )
@@ -103,7 +106,26 @@ func (b *business) Calls() []string {
 	return append([]string(nil), b.calls...)
 }
 
+// logBuffer collects the handler's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 type bundle struct {
+	logs     *logBuffer
 	cfg      processor.Config
 	aws      aws.Config
 	dynamo   *countingDynamo
@@ -135,12 +157,14 @@ func setup(t testing.TB, configure ...func(*processor.Config)) *bundle {
 		f(&cfg)
 	}
 	b := &bundle{
-		cfg:      cfg,
-		aws:      awsCfg,
-		dynamo:   &countingDynamo{DynamoAPI: dynamodb.NewFromConfig(awsCfg)},
+		cfg: cfg,
+		aws: awsCfg,
+		// moto's conditional writes made atomic, as DynamoDB's are.
+		dynamo:   &countingDynamo{DynamoAPI: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg))},
 		sqs:      sqs.NewFromConfig(awsCfg),
 		clock:    &clock{now: time.Now()},
 		business: &business{errs: map[string]error{}},
+		logs:     &logBuffer{},
 	}
 	b.handler = b.newHandler()
 	return b
@@ -155,6 +179,7 @@ func (b *bundle) newHandler() *processor.Handler {
 		Now:      b.clock.Now,
 		Rand:     func() float64 { return 0.5 },
 		Sleep:    func(context.Context, time.Duration) error { return nil },
+		Logger:   slog.New(slog.NewJSONHandler(b.logs, nil)),
 	})
 }
 

@@ -126,8 +126,10 @@ func TestDecideDelays(t *testing.T) {
 	}
 }
 
-// A FIFO replay's deduplication id depends only on the original id and n, so
-// the same replay retried (same DLQ record, or redelivered) is deduplicated.
+// A FIFO replay's deduplication id is the same when Lambda retries one DLQ
+// record (deduplicated), and fresh for a new dead letter even with the same
+// original id and n, as after an operator reset the counter: SQS would
+// otherwise accept and silently drop it within its 5-minute window.
 func TestFIFODeduplicationID(t *testing.T) {
 	t.Parallel()
 	h := newHandler(Config{MainQueueURL: mainURL + ".fifo", OperatorQueueURL: opURL, MaxAttempts: 5}, nil, nil, nil)
@@ -138,8 +140,14 @@ func TestFIFODeduplicationID(t *testing.T) {
 	b := h.decide(withOrig("dlq-id-2", "orig", "1"), 0.9).entry
 	c := h.decide(withOrig("dlq-id-1", "orig", "2"), 0.5).entry
 	d := h.decide(withOrig("dlq-id-1", "other", "1"), 0.5).entry
-	if a.DeduplicationID != b.DeduplicationID || a.DeduplicationID == c.DeduplicationID || a.DeduplicationID == d.DeduplicationID {
-		t.Errorf("dedup ids: same replay %q/%q, next replay %q, other message %q", a.DeduplicationID, b.DeduplicationID, c.DeduplicationID, d.DeduplicationID)
+	retried := h.decide(withOrig("dlq-id-1", "orig", "1"), 0.9).entry
+	if a.DeduplicationID != retried.DeduplicationID {
+		t.Errorf("a retried send of one DLQ record got ids %q and %q: it would be delivered twice", a.DeduplicationID, retried.DeduplicationID)
+	}
+	for name, other := range map[string]sqsmsg.Entry{"after a counter reset": b, "next replay": c, "other message": d} {
+		if other.DeduplicationID == a.DeduplicationID {
+			t.Errorf("%s shares dedup id %q with the first replay: SQS would drop it", name, a.DeduplicationID)
+		}
 	}
 	if a.DelaySeconds != 0 || a.GroupID != "g" || len(a.DeduplicationID) > 128 {
 		t.Errorf("FIFO entry %+v", a)

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -88,10 +86,10 @@ func (h *Handler) decide(rec events.SQSMessage, r float64) decision {
 		return h.toOperator(rec, 0, ReasonInvalidCounter)
 	case n > h.cfg.MaxAttempts:
 		return h.toOperator(rec, n, ReasonMaxAttempts)
-	case isFIFO(h.cfg.MainQueueURL) && rec.Attributes["MessageGroupId"] == "":
+	case sqsmsg.IsFIFO(h.cfg.MainQueueURL) && rec.Attributes["MessageGroupId"] == "":
 		return h.toOperator(rec, n, ReasonMissingGroupID)
 	}
-	e := entry(rec)
+	e := sqsmsg.FromRecord(rec)
 	orig := rec.MessageId
 	if a, ok := e.Attributes[sqsmsg.AttrOriginalMessageID]; ok && aws.ToString(a.StringValue) != "" {
 		orig = *a.StringValue
@@ -101,45 +99,27 @@ func (h *Handler) decide(rec events.SQSMessage, r float64) decision {
 	if !e.SetAttribute(sqsmsg.AttrReplayCount, counter(e, n)) {
 		return h.toOperator(rec, n, ReasonAttributeLimit)
 	}
-	if isFIFO(h.cfg.MainQueueURL) {
+	if sqsmsg.IsFIFO(h.cfg.MainQueueURL) {
 		// FIFO queues refuse per-message delays. A fresh id per replay keeps
-		// the replay from being swallowed as a duplicate of the original,
-		// while a retried send of the same replay is deduplicated.
-		e.DeduplicationID = dedupID("replay", orig, strconv.Itoa(n))
+		// the replay from being swallowed as a duplicate of the original or
+		// of an earlier replay; the DLQ record's own id makes it fresh even
+		// when an operator reset the counter, while Lambda's retry of the
+		// same record sends the same id and is deduplicated.
+		e.DeduplicationID = sqsmsg.DeduplicationID("replay", orig, strconv.Itoa(n), rec.MessageId)
 	} else {
 		e.DelaySeconds = int32(math.Round(h.cfg.Backoff.Delay(n, r).Seconds()))
 	}
 	return decision{entry: e, queue: h.cfg.MainQueueURL, n: n}
 }
 
-// toOperator forwards the record as it arrived, adding where there is room
-// the reason, the original message id (so a message an operator re-drives is
-// still recognised by the processor's idempotency) and the replays made so far.
+// toOperator forwards the record as it arrived (see sqsmsg.ForwardEntry),
+// with the replays made so far where there is room.
 func (h *Handler) toOperator(rec events.SQSMessage, n int, reason string) decision {
-	e := entry(rec)
-	e.SetAttribute(sqsmsg.AttrReason, sqsmsg.String(reason))
-	if _, ok := e.Attributes[sqsmsg.AttrOriginalMessageID]; !ok {
-		e.SetAttribute(sqsmsg.AttrOriginalMessageID, sqsmsg.String(rec.MessageId))
-	}
+	e := sqsmsg.ForwardEntry(rec, h.cfg.OperatorQueueURL, reason)
 	if n > 0 {
 		e.SetAttribute(sqsmsg.AttrReplayCount, counter(e, n-1))
 	}
-	if isFIFO(h.cfg.OperatorQueueURL) {
-		if e.GroupID == "" {
-			e.GroupID = rec.MessageId
-		}
-		e.DeduplicationID = dedupID("operator", rec.MessageId)
-	}
 	return decision{entry: e, queue: h.cfg.OperatorQueueURL, n: n, reason: reason}
-}
-
-func entry(rec events.SQSMessage) sqsmsg.Entry {
-	return sqsmsg.Entry{
-		RecordID:   rec.MessageId,
-		Body:       rec.Body,
-		Attributes: sqsmsg.Attributes(rec.MessageAttributes),
-		GroupID:    rec.Attributes["MessageGroupId"],
-	}
 }
 
 // replayCount reads sqs-dlq-replay-nb: absent is 0; otherwise a String or
@@ -165,15 +145,6 @@ func counter(e sqsmsg.Entry, n int) sqstypes.MessageAttributeValue {
 		v.DataType = old.DataType
 	}
 	return v
-}
-
-func isFIFO(queueURL string) bool { return strings.HasSuffix(queueURL, ".fifo") }
-
-// dedupID is a valid MessageDeduplicationId (64 hex digits) whatever the
-// characters and length of the parts.
-func dedupID(parts ...string) string {
-	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(sum[:])
 }
 
 func (h *Handler) logDecision(ctx context.Context, d decision, err error) {

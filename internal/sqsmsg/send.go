@@ -101,6 +101,15 @@ func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []
 		}
 	}
 	out, err := api.SendMessageBatch(ctx, in)
+	var tooLong *sqstypes.BatchRequestTooLong
+	if errors.As(err, &tooLong) && len(chunk) > 1 {
+		// A region or queue with a lower batch limit than MaxBatchBytes
+		// (256 KiB in some partitions) still accepts the entries one by one.
+		for _, i := range chunk {
+			sendChunk(ctx, api, queueURL, entries, []int{i}, fail)
+		}
+		return
+	}
 	if err != nil {
 		err = fmt.Errorf("sqsmsg: SendMessageBatch to %s: %w", queueURL, err)
 		for _, rid := range pending {

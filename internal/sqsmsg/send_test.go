@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -236,5 +237,41 @@ func TestEntrySizeAndSetAttribute(t *testing.T) {
 	big := Entry{Body: strings.Repeat("x", MaxMessageBytes-len("k")-len("String")-2)}
 	if big.SetAttribute("k", String("vvv")) || !big.SetAttribute("k", String("vv")) || big.Size() != MaxMessageBytes {
 		t.Error("SetAttribute does not respect the message size limit exactly")
+	}
+}
+
+// Where the batch limit is lower than MaxBatchBytes (256 KiB in some
+// partitions), SQS refuses the whole call; every entry must still go out.
+func TestBatchTooLongFallsBackToSingleSends(t *testing.T) {
+	t.Parallel()
+	f := &fakeSender{respond: func(_ int, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+		if len(in.Entries) > 1 {
+			return nil, &sqstypes.BatchRequestTooLong{Message: aws.String("batch over 262144 bytes")}
+		}
+		return acceptAll(in), nil
+	}}
+	if failed := SendBatch(context.Background(), f, "https://q", entries(3, 100_000)); len(failed) != 0 {
+		t.Fatalf("failed %v, want every entry sent one by one", failed)
+	}
+	if got := len(f.calls); got != 4 {
+		t.Errorf("%d calls, want 1 refused batch + 3 single sends", got)
+	}
+}
+
+func TestForwardEntry(t *testing.T) {
+	t.Parallel()
+	rec := events.SQSMessage{MessageId: "m-1", Body: "b", Attributes: map[string]string{}}
+	std := ForwardEntry(rec, "https://sqs/1/operator", "max-attempts")
+	if aws.ToString(std.Attributes[AttrReason].StringValue) != "max-attempts" ||
+		aws.ToString(std.Attributes[AttrOriginalMessageID].StringValue) != "m-1" || std.GroupID != "" || std.DeduplicationID != "" {
+		t.Errorf("standard operator entry %+v", std)
+	}
+	fifo := ForwardEntry(rec, "https://sqs/1/operator.fifo", "max-attempts")
+	if fifo.GroupID != "m-1" || fifo.DeduplicationID != ForwardEntry(rec, "https://sqs/1/operator.fifo", "max-attempts").DeduplicationID {
+		t.Errorf("FIFO operator entry %+v: want its own group and a stable deduplication id", fifo)
+	}
+	rec.Attributes["MessageGroupId"] = "g"
+	if got := ForwardEntry(rec, "https://sqs/1/operator.fifo", "x").GroupID; got != "g" {
+		t.Errorf("group %q, want the record's own group kept", got)
 	}
 }
