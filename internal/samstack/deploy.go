@@ -1,0 +1,188 @@
+package samstack
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// CodeBucket is the bucket Deploy uploads the placeholder code to, creating
+// it when missing.
+const CodeBucket = "samstack-code"
+
+// DefaultTimeout bounds Deploy when ctx has no deadline.
+const DefaultTimeout = 2 * time.Minute
+
+// ErrNotLocal is returned by Deploy for a configuration without an endpoint
+// override, i.e. one that would reach AWS itself.
+var ErrNotLocal = errors.New("samstack: Deploy is for a local endpoint (set AWS_ENDPOINT_URL, e.g. to a moto_server); deploy to AWS with `sam deploy`")
+
+// AdaptationKind says what Deploy did where the endpoint is not CloudFormation.
+type AdaptationKind string
+
+const (
+	// Rewritten: the template sent to the endpoint was changed so the endpoint
+	// yields what CloudFormation yields from the original.
+	Rewritten AdaptationKind = "rewritten"
+	// Applied: the endpoint's CloudFormation dropped the property; Deploy set
+	// it through the service's own API after the stack was created.
+	Applied AdaptationKind = "applied"
+	// Missing: the endpoint does not have it at all; only the translated
+	// template (Stack.Template) can be checked for it.
+	Missing AdaptationKind = "missing"
+	// Disabled: Deploy turned it off on purpose; see the Detail.
+	Disabled AdaptationKind = "disabled"
+)
+
+// Adaptation is one difference between the deployed stack and what
+// CloudFormation would have built, with the reason.
+type Adaptation struct {
+	Kind      AdaptationKind
+	LogicalID string
+	Property  string
+	Detail    string
+}
+
+func (a Adaptation) String() string {
+	where := a.LogicalID
+	if a.Property != "" {
+		where += "." + a.Property
+	}
+	return fmt.Sprintf("%s %s: %s", a.Kind, where, a.Detail)
+}
+
+// Deploy translates the SAM template at templatePath, checks params against
+// the template's constraints and rules, and creates the stack on the
+// CloudFormation endpoint of awsCfg (a moto_server: see the package doc),
+// waiting until it is CREATE_COMPLETE. The functions' code is a placeholder
+// that fails if run: run the handlers in-process instead.
+//
+// The stack's event source mappings are disabled once created, because
+// moto_server would otherwise try to run the function in Docker on every
+// SendMessage and, failing, count a receive against the message; read their
+// configuration from Stack.Functions and poll the queues yourself.
+func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath string, params map[string]string) (*Stack, error) {
+	// Deploy rewrites the template and disables event source mappings for
+	// moto_server's sake: never do that to a real account.
+	if aws.ToString(awsCfg.BaseEndpoint) == "" {
+		return nil, ErrNotLocal
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	key := stackName + "/code.zip"
+	if err := uploadPlaceholder(ctx, awsCfg, key); err != nil {
+		return nil, err
+	}
+	tmpl, err := translate(ctx, templatePath, params, awsCfg.Region, "s3://"+CodeBucket+"/"+key)
+	if err != nil {
+		return nil, err
+	}
+	values, err := tmpl.ParameterValues(params)
+	if err != nil {
+		return nil, fmt.Errorf("samstack: parameters of %s:\n%w", templatePath, err)
+	}
+	conditions, err := tmpl.Conditions(values)
+	if err != nil {
+		return nil, fmt.Errorf("samstack: conditions of %s: %w", templatePath, err)
+	}
+
+	body, adaptations := forMoto(tmpl)
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	cf := cloudformation.NewFromConfig(awsCfg)
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var cfParams []cftypes.Parameter
+	for _, name := range names {
+		cfParams = append(cfParams, cftypes.Parameter{ParameterKey: aws.String(name), ParameterValue: aws.String(values[name])})
+	}
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{
+		StackName:    aws.String(stackName),
+		TemplateBody: aws.String(string(raw)),
+		Parameters:   cfParams,
+		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityIam},
+	}); err != nil {
+		return nil, fmt.Errorf("samstack: create stack %s: %w", stackName, err)
+	}
+	if err := waitCreated(ctx, cf, stackName); err != nil {
+		return nil, fmt.Errorf("samstack: %w", err)
+	}
+
+	st, err := Describe(ctx, awsCfg, stackName)
+	if err != nil {
+		return nil, fmt.Errorf("samstack: %w", err)
+	}
+	st.Template = tmpl
+	st.Parameters = values
+	after, err := reconcile(ctx, awsCfg, st, conditions)
+	if err != nil {
+		return nil, fmt.Errorf("samstack: stack %s: %w", stackName, err)
+	}
+	st.Adaptations = append(adaptations, after...)
+	return st, nil
+}
+
+// uploadPlaceholder puts a code archive where the translated template says
+// the functions' code is; moto_server checks that it exists.
+func uploadPlaceholder(ctx context.Context, awsCfg aws.Config, key string) error {
+	// Path-style addressing: a local endpoint has no per-bucket host names.
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = true })
+	in := &s3.CreateBucketInput{Bucket: aws.String(CodeBucket)}
+	if awsCfg.Region != "" && awsCfg.Region != "us-east-1" {
+		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(awsCfg.Region)}
+	}
+	_, err := client.CreateBucket(ctx, in)
+	var owned *s3types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("samstack: create code bucket %s: %w", CodeBucket, err)
+	}
+	zipped, err := placeholderZip()
+	if err != nil {
+		return err
+	}
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(CodeBucket),
+		Key:    aws.String(key),
+		Body:   bytes.NewReader(zipped),
+	}); err != nil {
+		return fmt.Errorf("samstack: upload placeholder code: %w", err)
+	}
+	return nil
+}
+
+func placeholderZip() ([]byte, error) {
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	h := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
+	h.SetMode(0o755)
+	f, err := w.CreateHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write([]byte("#!/bin/sh\necho 'samstack placeholder: this stack was deployed without code; run the handlers in-process' >&2\nexit 1\n")); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

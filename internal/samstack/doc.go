@@ -1,0 +1,22 @@
+// Package samstack translates a SAM template with the SAM translator and
+// deploys the result to a local CloudFormation endpoint (moto_server), so
+// tests and the local demo run against the stack the template really builds.
+//
+// Translate runs python3 with the samtranslator package, through the same
+// transform entry point the SAM CLI and CloudFormation's own
+// AWS::Serverless-2016-10-31 transform use, offline: local CodeUri values are
+// replaced by an S3 location first, as `sam package` does.
+//
+// Deploy translates, checks the parameter values against the template's
+// constraints and rules (moto_server checks neither), uploads a placeholder
+// code archive, creates the stack, waits for CREATE_COMPLETE and describes
+// what was deployed: outputs, physical ids, and each function's configuration
+// and event source mappings as read back from Lambda.
+//
+// moto_server's CloudFormation is not CloudFormation. Where it falls short,
+// Deploy either adapts (rewrites the template so moto yields what
+// CloudFormation would, or applies a dropped property through the service's
+// API after the stack is created) or reports the gap; every such step is
+// listed in Stack.Adaptations, never done silently. Deploy is for local
+// endpoints: deploy to AWS with `sam deploy`. Describe works on either.
+package samstack

@@ -1,0 +1,363 @@
+package samstack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// forMoto returns a copy of t that moto_server's CloudFormation turns into
+// what CloudFormation would, and the rewrites it made.
+//
+// moto 5.2 turns the value of a Number parameter into an integer wherever it
+// is referenced. CloudFormation passes it as a string and converts it only
+// where a property's schema wants a number. Two places in a template break:
+// a Fn::FindInMap key (moto looks up the integer and fails with a server
+// error) and a Lambda environment variable (moto stores a number, which the
+// Lambda API cannot return as the string it is). In both, Ref P becomes
+// Fn::Sub "${P}", which CloudFormation evaluates to the same string.
+func forMoto(t Template) (Template, []Adaptation) {
+	var c Template
+	raw, _ := json.Marshal(t)
+	_ = json.Unmarshal(raw, &c)
+
+	numbers := map[string]bool{}
+	for _, p := range c.Parameters() {
+		if p.Type == "Number" {
+			numbers[p.Name] = true
+		}
+	}
+	asSub := func(v any) (any, string, bool) {
+		fn, args, err := function(v)
+		if err != nil || fn != "Ref" || !numbers[asString(args)] {
+			return v, "", false
+		}
+		return map[string]any{"Fn::Sub": "${" + asString(args) + "}"}, asString(args), true
+	}
+
+	var out []Adaptation
+	resources := asMap(c["Resources"])
+	ids := make([]string, 0, len(resources))
+	for id := range resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := asMap(resources[id])
+		var keys []string
+		walk(r, func(m map[string]any) {
+			args := asSlice(m["Fn::FindInMap"])
+			for i, a := range args {
+				if s, name, ok := asSub(a); ok {
+					args[i] = s
+					keys = append(keys, name)
+				}
+			}
+		})
+		if len(keys) > 0 {
+			out = append(out, Adaptation{Rewritten, id, "Fn::FindInMap", "key Ref " + strings.Join(keys, ", ") +
+				" written as Fn::Sub: moto_server makes Number parameters integers, which match no mapping key"})
+		}
+		if asString(r["Type"]) != "AWS::Lambda::Function" {
+			continue
+		}
+		vars := asMap(asMap(asMap(r["Properties"])["Environment"])["Variables"])
+		var rewritten []string
+		for name, v := range vars {
+			// The Ref may sit inside Fn::If or Fn::Join; the value is a string
+			// whichever branch CloudFormation takes.
+			changed := false
+			if s, _, ok := asSub(v); ok {
+				vars[name], changed = s, true
+			}
+			walk(v, func(m map[string]any) {
+				for k, child := range m {
+					if s, _, ok := asSub(child); ok {
+						m[k], changed = s, true
+					}
+				}
+				for _, child := range m {
+					list := asSlice(child)
+					for i, item := range list {
+						if s, _, ok := asSub(item); ok {
+							list[i], changed = s, true
+						}
+					}
+				}
+			})
+			if changed {
+				rewritten = append(rewritten, name)
+			}
+		}
+		if len(rewritten) > 0 {
+			sort.Strings(rewritten)
+			out = append(out, Adaptation{Rewritten, id, "Environment.Variables", strings.Join(rewritten, ", ") +
+				": Ref to a Number parameter written as Fn::Sub, so moto_server stores the string CloudFormation would"})
+		}
+	}
+	return c, out
+}
+
+// walk calls fn on every object inside v.
+func walk(v any, fn func(map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		fn(x)
+		for _, child := range x {
+			walk(child, fn)
+		}
+	case []any:
+		for _, child := range x {
+			walk(child, fn)
+		}
+	}
+}
+
+// reconcile compares the created stack with the template: it applies through
+// the service APIs the properties moto_server's CloudFormation drops and the
+// services support, reports those it cannot, and disables the event source
+// mappings (see Deploy).
+func reconcile(ctx context.Context, awsCfg aws.Config, st *Stack, conditions map[string]bool) ([]Adaptation, error) {
+	r := &reconciler{
+		st:         st,
+		conditions: conditions,
+		ddb:        dynamodb.NewFromConfig(awsCfg),
+		lambda:     lambda.NewFromConfig(awsCfg),
+		sqs:        sqs.NewFromConfig(awsCfg),
+	}
+	resources := st.Template.Resources()
+	ids := make([]string, 0, len(resources))
+	for id := range resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		res := resources[id]
+		if res.Condition != "" && !conditions[res.Condition] {
+			continue
+		}
+		deployed, ok := st.Resources[id]
+		if !ok {
+			r.add(Missing, id, "", "not created: moto_server's CloudFormation does not support "+res.Type)
+			continue
+		}
+		var err error
+		switch res.Type {
+		case "AWS::DynamoDB::Table":
+			err = r.table(ctx, id, deployed.PhysicalID, res.Properties)
+		case "AWS::SQS::Queue":
+			err = r.queue(ctx, id, deployed.PhysicalID, res.Properties)
+		case "AWS::Lambda::Function":
+			err = r.function(ctx, id, res.Properties)
+		case "AWS::Lambda::EventSourceMapping":
+			err = r.disableMapping(ctx, id, deployed.PhysicalID)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Read the functions again: their mappings are disabled now.
+	for id, fn := range st.Functions {
+		fresh, err := describeFunction(ctx, r.lambda, id, fn.Name)
+		if err != nil {
+			return nil, err
+		}
+		st.Functions[id] = fresh
+	}
+	return r.out, nil
+}
+
+type reconciler struct {
+	st         *Stack
+	conditions map[string]bool
+	ddb        *dynamodb.Client
+	lambda     *lambda.Client
+	sqs        *sqs.Client
+	out        []Adaptation
+}
+
+func (r *reconciler) add(kind AdaptationKind, id, prop, detail string) {
+	r.out = append(r.out, Adaptation{kind, id, prop, detail})
+}
+
+// resolve evaluates a property value that is a literal, a Ref to a
+// parameter or a Fn::If on a condition; ok is false for anything else.
+func (r *reconciler) resolve(v any) (any, bool) {
+	switch v.(type) {
+	case string, float64, bool:
+		return v, true
+	case []any:
+		var out []any
+		for _, item := range v.([]any) {
+			x, ok := r.resolve(item)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, x)
+		}
+		return out, true
+	}
+	fn, args, err := function(v)
+	if err != nil {
+		return nil, false
+	}
+	switch fn {
+	case "Ref":
+		s, ok := r.st.Parameters[asString(args)]
+		return s, ok
+	case "Fn::If":
+		a := asSlice(args)
+		if len(a) != 3 {
+			return nil, false
+		}
+		if r.conditions[asString(a[0])] {
+			return r.resolve(a[1])
+		}
+		return r.resolve(a[2])
+	}
+	return nil, false
+}
+
+func (r *reconciler) resolveBool(v any) (bool, bool) {
+	x, ok := r.resolve(v)
+	if !ok {
+		return false, false
+	}
+	switch b := x.(type) {
+	case bool:
+		return b, true
+	case string:
+		return strings.EqualFold(b, "true"), strings.EqualFold(b, "true") || strings.EqualFold(b, "false")
+	}
+	return false, false
+}
+
+func (r *reconciler) table(ctx context.Context, id, name string, props map[string]any) error {
+	if spec := asMap(props["TimeToLiveSpecification"]); spec != nil {
+		attr, okA := r.resolve(spec["AttributeName"])
+		enabled, okE := r.resolveBool(spec["Enabled"])
+		if !okA || !okE {
+			r.add(Missing, id, "TimeToLiveSpecification", "not resolvable locally")
+		} else if enabled {
+			out, err := r.ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+			if err != nil {
+				return fmt.Errorf("%s: describe TTL: %w", id, err)
+			}
+			d := out.TimeToLiveDescription
+			if d == nil || d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != attr {
+				if _, err := r.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+					TableName:               aws.String(name),
+					TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(asString(attr)), Enabled: aws.Bool(true)},
+				}); err != nil {
+					return fmt.Errorf("%s: update TTL: %w", id, err)
+				}
+				r.add(Applied, id, "TimeToLiveSpecification", fmt.Sprintf("moto_server's CloudFormation ignores it; set with UpdateTimeToLive (attribute %s)", attr))
+			}
+		}
+	}
+	if spec := asMap(props["PointInTimeRecoverySpecification"]); spec != nil {
+		want, ok := r.resolveBool(spec["PointInTimeRecoveryEnabled"])
+		if !ok {
+			r.add(Missing, id, "PointInTimeRecoverySpecification", "not resolvable locally")
+		} else {
+			out, err := r.ddb.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)})
+			if err != nil {
+				return fmt.Errorf("%s: describe continuous backups: %w", id, err)
+			}
+			var got bool
+			if d := out.ContinuousBackupsDescription; d != nil && d.PointInTimeRecoveryDescription != nil {
+				got = d.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus == ddbtypes.PointInTimeRecoveryStatusEnabled
+			}
+			if got != want {
+				if _, err := r.ddb.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{
+					TableName:                        aws.String(name),
+					PointInTimeRecoverySpecification: &ddbtypes.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(want)},
+				}); err != nil {
+					return fmt.Errorf("%s: update continuous backups: %w", id, err)
+				}
+				r.add(Applied, id, "PointInTimeRecoverySpecification", fmt.Sprintf("moto_server's CloudFormation ignores it; set with UpdateContinuousBackups (enabled %t)", want))
+			}
+		}
+	}
+	if spec := asMap(props["SSESpecification"]); spec != nil {
+		if want, ok := r.resolveBool(spec["SSEEnabled"]); ok && want {
+			out, err := r.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+			if err != nil {
+				return fmt.Errorf("%s: describe table: %w", id, err)
+			}
+			if d := out.Table.SSEDescription; d == nil || (d.Status != ddbtypes.SSEStatusEnabled && d.Status != ddbtypes.SSEStatusEnabling) {
+				r.add(Missing, id, "SSESpecification", "moto_server's CloudFormation drops it and its UpdateTable cannot set it; check the translated template")
+			}
+		}
+	}
+	return nil
+}
+
+func (r *reconciler) queue(ctx context.Context, id, url string, props map[string]any) error {
+	if _, ok := props["RedriveAllowPolicy"]; !ok {
+		return nil
+	}
+	out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		// All, not RedriveAllowPolicy by name: moto_server rejects the name.
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: queue attributes: %w", id, err)
+	}
+	if out.Attributes[string(sqstypes.QueueAttributeNameRedriveAllowPolicy)] == "" {
+		r.add(Missing, id, "RedriveAllowPolicy", "moto_server does not report it (nor enforce it); check the translated template")
+	}
+	return nil
+}
+
+func (r *reconciler) function(ctx context.Context, id string, props map[string]any) error {
+	fn := r.st.Functions[id]
+	if v, ok := props["Architectures"]; ok {
+		want, ok := r.resolve(v)
+		var wantS []string
+		for _, a := range asSlice(want) {
+			wantS = append(wantS, asString(a))
+		}
+		if !ok || !slices.Equal(wantS, fn.Architectures) {
+			r.add(Missing, id, "Architectures", fmt.Sprintf("moto_server's CloudFormation ignores it (reports %v); check the translated template", fn.Architectures))
+		}
+	}
+	if _, ok := props["LoggingConfig"]; ok {
+		c, err := r.lambda.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(fn.Name)})
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		if c.LoggingConfig == nil || c.LoggingConfig.LogFormat == "" {
+			r.add(Missing, id, "LoggingConfig", "moto_server's Lambda has no logging configuration; check the translated template")
+		}
+	}
+	if v, ok := props["RecursiveLoop"]; ok {
+		out, err := r.lambda.GetFunctionRecursionConfig(ctx, &lambda.GetFunctionRecursionConfigInput{FunctionName: aws.String(fn.Name)})
+		if err != nil || string(out.RecursiveLoop) != asString(v) {
+			r.add(Missing, id, "RecursiveLoop", "moto_server's Lambda has no recursion configuration; check the translated template")
+		}
+	}
+	return nil
+}
+
+func (r *reconciler) disableMapping(ctx context.Context, id, uuid string) error {
+	if _, err := r.lambda.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
+		UUID:    aws.String(uuid),
+		Enabled: aws.Bool(false),
+	}); err != nil {
+		return fmt.Errorf("%s: disable event source mapping: %w", id, err)
+	}
+	r.add(Disabled, id, "Enabled", "moto_server would invoke the function in Docker on every SendMessage and count a failed receive; poll the queue yourself (internal/localesm)")
+	return nil
+}

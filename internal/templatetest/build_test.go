@@ -1,0 +1,52 @@
+package templatetest
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSAMBuildTargets runs the Makefile targets exactly as `sam build` does
+// for BuildMethod: makefile (make build-<LogicalId> with ARTIFACTS_DIR set)
+// and checks each leaves a bootstrap that provided.al2023 on arm64 can run: a
+// static, executable linux/arm64 ELF.
+func TestSAMBuildTargets(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is not on PATH; install it (e.g. apt-get install make) to build the Lambda binaries")
+	}
+	for _, id := range []string{processorID, replayerID} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := exec.CommandContext(testContext(t, 5*time.Minute), "make", "--no-print-directory", "-C", root(t), "build-"+id, "ARTIFACTS_DIR="+dir)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("make build-%s: %v\n%s", id, err, out)
+			}
+			path := filepath.Join(dir, "bootstrap")
+			info, err := os.Stat(path)
+			if err != nil {
+				t.Fatalf("no bootstrap in ARTIFACTS_DIR: %v", err)
+			}
+			if info.Mode().Perm()&0o111 == 0 {
+				t.Errorf("bootstrap is not executable: %v", info.Mode())
+			}
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatalf("bootstrap is not an ELF file: %v", err)
+			}
+			defer f.Close()
+			if f.Machine != elf.EM_AARCH64 || f.Class != elf.ELFCLASS64 || f.Type != elf.ET_EXEC {
+				t.Errorf("bootstrap is %v %v %v, want an arm64 64-bit executable", f.Machine, f.Class, f.Type)
+			}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					t.Error("bootstrap is dynamically linked; the Makefile should build with CGO_ENABLED=0")
+				}
+			}
+		})
+	}
+}

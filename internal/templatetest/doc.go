@@ -1,0 +1,6 @@
+// Package templatetest holds the checks of the SAM application as shipped:
+// template.yaml translated and deployed to moto_server with its wiring read
+// back from the deployed resources, the handlers run against that stack with
+// the environment the template gives them, samconfig.toml, the README's
+// parameter table and the Lambda build. It has tests only.
+package templatetest

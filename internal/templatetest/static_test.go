@@ -1,0 +1,632 @@
+package templatetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/processor"
+	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+const (
+	processorID = "ProcessorFunction"
+	replayerID  = "DlqReplayerFunction"
+)
+
+// loaders are the configuration readers of the two binaries: exactly what
+// cmd/processor and cmd/dlq-replayer call with os.LookupEnv.
+var loaders = map[string]func(envconfig.Lookup) error{
+	processorID: func(l envconfig.Lookup) error { _, err := processor.LoadConfig(l); return err },
+	replayerID:  func(l envconfig.Lookup) error { _, err := replay.LoadConfig(l); return err },
+}
+
+func TestFunctionsAsSAMBuildsAndRunsThem(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	res := tmpl.Resources()
+	makefile, err := os.ReadFile(filepath.Join(root(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{processorID, replayerID} {
+		t.Run(id, func(t *testing.T) {
+			fn := res[id]
+			p := fn.Properties
+			check := func(what string, got, want any) {
+				t.Helper()
+				if !jsonEqual(got, want) {
+					t.Errorf("%s = %s, want %s", what, js(got), js(want))
+				}
+			}
+			check("Runtime", p["Runtime"], "provided.al2023")
+			check("Architectures", p["Architectures"], []any{"arm64"})
+			check("Handler", p["Handler"], "bootstrap")
+			check("Metadata.BuildMethod", fn.Metadata["BuildMethod"], "makefile")
+			check("RecursiveLoop", p["RecursiveLoop"], "Allow")
+			logging := asMap(p["LoggingConfig"])
+			check("LoggingConfig.LogFormat", logging["LogFormat"], "JSON")
+			check("LoggingConfig.ApplicationLogLevel", logging["ApplicationLogLevel"], ref("LogLevel"))
+			group, _ := function(logging["LogGroup"])
+			if group != "Ref" || res[asString(asMap(logging["LogGroup"])["Ref"])].Type != "AWS::Logs::LogGroup" {
+				t.Errorf("LoggingConfig.LogGroup = %s, want a Ref to a log group of the stack", js(logging["LogGroup"]))
+			} else {
+				lg := res[asString(asMap(logging["LogGroup"])["Ref"])]
+				check("log group RetentionInDays", lg.Properties["RetentionInDays"], ref("LogRetentionInDays"))
+			}
+			// sam build runs `make build-<LogicalId>` with ARTIFACTS_DIR set.
+			target := regexp.MustCompile(`(?m)^build-` + id + `:[^\n]*\n(\t[^\n]*\n)*\t[^\n]*\$\(ARTIFACTS_DIR\)/bootstrap`)
+			if !target.Match(makefile) {
+				t.Errorf("Makefile has no target build-%s writing $(ARTIFACTS_DIR)/bootstrap", id)
+			}
+		})
+	}
+}
+
+// readsOf returns the variables load reads, by running it on env through a
+// lookup that records every name asked for.
+func readsOf(load func(envconfig.Lookup) error, env map[string]string) []string {
+	seen := map[string]bool{}
+	_ = load(func(name string) (string, bool) {
+		seen[name] = true
+		v, ok := env[name]
+		return v, ok
+	})
+	var out []string
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestEnvironmentIsExactlyWhatTheBinariesRead(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	params := map[string]bool{}
+	for _, p := range tmpl.Parameters() {
+		params[p.Name] = true
+	}
+	for id, load := range loaders {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			vars := asMap(asMap(tmpl.Resources()[id].Properties["Environment"])["Variables"])
+			var declared []string
+			for name, v := range vars {
+				declared = append(declared, name)
+				if refs := references(v); len(refs) == 0 {
+					t.Errorf("%s = %s is wired to no parameter or resource", name, js(v))
+				} else {
+					for _, r := range refs {
+						if !params[r] && !strings.HasPrefix(r, "AWS::") {
+							if _, ok := tmpl.Resources()[r]; !ok {
+								t.Errorf("%s refers to %s, which is neither a parameter nor a resource", name, r)
+							}
+						}
+					}
+				}
+			}
+			sort.Strings(declared)
+			// Read with the declared variables set and with none, so a
+			// variable read only when another is set still shows up.
+			reads := map[string]bool{}
+			full := map[string]string{}
+			for _, name := range declared {
+				full[name] = "x"
+			}
+			for _, env := range []map[string]string{full, {}} {
+				for _, name := range readsOf(load, env) {
+					// Lambda sets AWS_LAMBDA_FUNCTION_NAME and the like itself.
+					if !strings.HasPrefix(name, "AWS_") {
+						reads[name] = true
+					}
+				}
+			}
+			var want []string
+			for name := range reads {
+				want = append(want, name)
+			}
+			sort.Strings(want)
+			if !slices.Equal(declared, want) {
+				t.Errorf("template sets %v\nthe binary reads %v", declared, want)
+			}
+		})
+	}
+}
+
+// references returns the parameters and resources a value refers to.
+func references(v any) []string {
+	var out []string
+	sub := regexp.MustCompile(`\$\{([A-Za-z0-9:]+)(\.[A-Za-z]+)?\}`)
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, arg := range x {
+				switch k {
+				case "Ref":
+					out = append(out, asString(arg))
+				case "Fn::GetAtt":
+					out = append(out, asString(asSlice(arg)[0]))
+				case "Fn::Sub":
+					s := asString(arg)
+					if l := asSlice(arg); l != nil {
+						s = asString(l[0])
+						walk(l[1:])
+					}
+					for _, m := range sub.FindAllStringSubmatch(s, -1) {
+						out = append(out, m[1])
+					}
+				case "Fn::If":
+					walk(asSlice(arg)[1:])
+				default:
+					walk(arg)
+				}
+			}
+		case []any:
+			for _, item := range x {
+				walk(item)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	res := tmpl.Resources()
+	for _, id := range []string{"MainQueue", "DeadLetterQueue", "OperatorQueue"} {
+		if got := res[id].Properties["SqsManagedSseEnabled"]; got != true {
+			t.Errorf("%s.SqsManagedSseEnabled = %v, want true", id, got)
+		}
+	}
+	main, dlq := res["MainQueue"].Properties, res["DeadLetterQueue"].Properties
+	want := map[string]any{"deadLetterTargetArn": getAtt("DeadLetterQueue", "Arn"), "maxReceiveCount": ref("MaxReceiveCount")}
+	if !jsonEqual(main["RedrivePolicy"], want) {
+		t.Errorf("MainQueue.RedrivePolicy = %s, want %s", js(main["RedrivePolicy"]), js(want))
+	}
+	// The DLQ admits only the main queue; its ARN is built from the main
+	// queue's name, the same Fn::Sub pattern.
+	allow := asMap(dlq["RedriveAllowPolicy"])
+	sources := asSlice(allow["sourceQueueArns"])
+	mainName := asString(asMap(main["QueueName"])["Fn::Sub"])
+	if allow["redrivePermission"] != "byQueue" || len(sources) != 1 || mainName == "" ||
+		asString(asMap(sources[0])["Fn::Sub"]) != "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+mainName {
+		t.Errorf("DeadLetterQueue.RedriveAllowPolicy = %s, want byQueue naming MainQueue (%s)", js(allow), mainName)
+	}
+
+	// Dead letters keep their original enqueue time: the DLQ must keep them
+	// longer than the main queue possibly can.
+	var retentionMax float64
+	for _, p := range tmpl.Parameters() {
+		if p.Name == "MessageRetentionPeriod" && p.MaxValue != nil {
+			retentionMax = *p.MaxValue
+		}
+	}
+	if !jsonEqual(main["MessageRetentionPeriod"], ref("MessageRetentionPeriod")) || retentionMax == 0 {
+		t.Fatalf("MainQueue.MessageRetentionPeriod = %s, want Ref MessageRetentionPeriod with a MaxValue", js(main["MessageRetentionPeriod"]))
+	}
+	if got, _ := dlq["MessageRetentionPeriod"].(float64); got <= retentionMax {
+		t.Errorf("DLQ retention %v s is not longer than the main queue's maximum %v s", got, retentionMax)
+	}
+
+	// Visibility timeout at least six times the function timeout, for every
+	// allowed processor timeout, within SQS's 12-hour limit.
+	if !jsonEqual(main["VisibilityTimeout"], map[string]any{"Fn::FindInMap": []any{"ProcessorTimeouts", ref("ProcessorTimeout"), "VisibilityTimeout"}}) {
+		t.Fatalf("MainQueue.VisibilityTimeout = %s, want the ProcessorTimeouts mapping", js(main["VisibilityTimeout"]))
+	}
+	if !jsonEqual(res[processorID].Properties["Timeout"], ref("ProcessorTimeout")) {
+		t.Fatalf("ProcessorFunction.Timeout = %s, want Ref ProcessorTimeout", js(res[processorID].Properties["Timeout"]))
+	}
+	mapping := asMap(asMap(tmpl["Mappings"])["ProcessorTimeouts"])
+	var timeout samstack.Parameter
+	for _, p := range tmpl.Parameters() {
+		if p.Name == "ProcessorTimeout" {
+			timeout = p
+		}
+	}
+	if len(timeout.AllowedValues) == 0 || len(mapping) != len(timeout.AllowedValues) {
+		t.Errorf("ProcessorTimeouts has %d entries for %d allowed timeouts", len(mapping), len(timeout.AllowedValues))
+	}
+	for _, v := range timeout.AllowedValues {
+		vis, _ := asMap(mapping[v])["VisibilityTimeout"].(float64)
+		var secs float64
+		fmt.Sscan(v, &secs)
+		if vis < 6*secs || vis > 43200 {
+			t.Errorf("ProcessorTimeout %s: visibility %v, want from %v to 43200", v, vis, 6*secs)
+		}
+	}
+	replayerTimeout, _ := res[replayerID].Properties["Timeout"].(float64)
+	if vis, _ := dlq["VisibilityTimeout"].(float64); replayerTimeout == 0 || vis < 6*replayerTimeout {
+		t.Errorf("DLQ visibility %v s is less than six times the replayer's timeout %v s", vis, replayerTimeout)
+	}
+}
+
+func TestIdempotencyTable(t *testing.T) {
+	t.Parallel()
+	p := translatedTemplate(t).Resources()["IdempotencyTable"].Properties
+	for what, want := range map[string]any{
+		"BillingMode":                      "PAY_PER_REQUEST",
+		"KeySchema":                        []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}},
+		"AttributeDefinitions":             []any{map[string]any{"AttributeName": "id", "AttributeType": "S"}},
+		"TimeToLiveSpecification":          map[string]any{"AttributeName": "expiresAt", "Enabled": true},
+		"SSESpecification":                 map[string]any{"SSEEnabled": true},
+		"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": ref("PointInTimeRecovery")},
+	} {
+		if !jsonEqual(p[what], want) {
+			t.Errorf("%s = %s, want %s", what, js(p[what]), js(want))
+		}
+	}
+}
+
+func TestEventSourceMappings(t *testing.T) {
+	t.Parallel()
+	res := translatedTemplate(t).Resources()
+	for _, tt := range []struct{ fn, queue, prefix string }{
+		{processorID, "MainQueue", "Processor"},
+		{replayerID, "DeadLetterQueue", "Replayer"},
+	} {
+		var found []string
+		for id, r := range res {
+			if r.Type != "AWS::Lambda::EventSourceMapping" || !jsonEqual(r.Properties["FunctionName"], ref(tt.fn)) {
+				continue
+			}
+			found = append(found, id)
+			want := map[string]any{
+				"EventSourceArn":                 getAtt(tt.queue, "Arn"),
+				"FunctionName":                   ref(tt.fn),
+				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+				"BatchSize":                      ref(tt.prefix + "BatchSize"),
+				"MaximumBatchingWindowInSeconds": ref(tt.prefix + "BatchingWindow"),
+				"ScalingConfig":                  map[string]any{"MaximumConcurrency": ref(tt.prefix + "MaximumConcurrency")},
+			}
+			if !jsonEqual(r.Properties, want) {
+				t.Errorf("%s = %s\nwant %s", id, js(r.Properties), js(want))
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("%s has %d event source mappings (%v), want 1", tt.fn, len(found), found)
+		}
+	}
+}
+
+// grant is an action allowed on a resource of the stack.
+type grant struct{ Action, Resource string }
+
+// apiGrants turns the methods of a client interface a package declares into
+// the IAM actions they need; SQS authorises a batch call as its single form.
+func apiGrants(iface reflect.Type, service, resource string) []grant {
+	var out []grant
+	for i := range iface.NumMethod() {
+		name := iface.Method(i).Name
+		if service == "sqs" {
+			name = strings.TrimSuffix(name, "Batch")
+		}
+		out = append(out, grant{service + ":" + name, resource})
+	}
+	return out
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	res := translatedTemplate(t).Resources()
+	dynamoAPI := reflect.TypeOf((*dedupe.DynamoAPI)(nil)).Elem()
+	processorSQS := reflect.TypeOf((*processor.SQSAPI)(nil)).Elem()
+	replayerSQS := reflect.TypeOf((*sqsmsg.BatchSender)(nil)).Elem()
+
+	// What each function's code calls, on which resource: derived from the
+	// narrow client interfaces, so a new call without a policy fails here.
+	need := map[string][]grant{
+		processorID: slices.Concat(
+			apiGrants(dynamoAPI, "dynamodb", "IdempotencyTable"),
+			// SendMessageBatch goes to the operator queue only;
+			// ChangeMessageVisibilityBatch to the queue it consumes.
+			[]grant{{"sqs:SendMessage", "OperatorQueue"}, {"sqs:ChangeMessageVisibility", "MainQueue"}},
+		),
+		replayerID: {{"sqs:SendMessage", "MainQueue"}, {"sqs:SendMessage", "OperatorQueue"}},
+	}
+	if got := apiGrants(processorSQS, "sqs", ""); len(got) != 2 {
+		t.Fatalf("processor.SQSAPI now has %v: extend this test's grants", got)
+	}
+	if got := apiGrants(replayerSQS, "sqs", ""); len(got) != 1 || got[0].Action != "sqs:SendMessage" {
+		t.Fatalf("sqsmsg.BatchSender now has %v: extend this test's grants", got)
+	}
+	consumes := map[string]string{processorID: "MainQueue", replayerID: "DeadLetterQueue"}
+
+	for _, id := range []string{processorID, replayerID} {
+		t.Run(id, func(t *testing.T) {
+			role := res[asString(asSlice(asMap(res[id].Properties["Role"])["Fn::GetAtt"])[0])]
+			managed := role.Properties["ManagedPolicyArns"]
+			wantManaged := []any{
+				"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+				"arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole",
+			}
+			if !jsonEqual(managed, wantManaged) {
+				t.Errorf("managed policies %s, want %s", js(managed), js(wantManaged))
+			}
+
+			var allowed []grant
+			var denyGuard bool
+			for _, pol := range asSlice(role.Properties["Policies"]) {
+				for _, st := range asSlice(asMap(asMap(pol)["PolicyDocument"])["Statement"]) {
+					s := asMap(st)
+					actions := stringsOf(s["Action"])
+					switch s["Effect"] {
+					case "Allow":
+						target := resourceOf(s["Resource"])
+						if target == "" {
+							t.Errorf("statement %s allows on %s, not on one resource of the stack", js(s), js(s["Resource"]))
+						}
+						for _, a := range actions {
+							allowed = append(allowed, grant{a, target})
+						}
+					case "Deny":
+						// The managed SQS poller policy allows every queue;
+						// the guard confines it to the function's own.
+						want := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+						if resourceOf(s["NotResource"]) == consumes[id] && slices.Equal(actions, want) {
+							denyGuard = true
+						}
+					}
+				}
+			}
+			if !denyGuard {
+				t.Errorf("no Deny of %s's poller actions outside %s", id, consumes[id])
+			}
+			// Every call the code makes is allowed on exactly its resource,
+			// and nothing else is allowed.
+			for _, g := range need[id] {
+				if !slices.ContainsFunc(allowed, func(a grant) bool { return a.Resource == g.Resource && actionMatches(a.Action, g.Action) }) {
+					t.Errorf("%s on %s is not allowed; granted %v", g.Action, g.Resource, allowed)
+				}
+			}
+			for _, a := range allowed {
+				if !slices.ContainsFunc(need[id], func(g grant) bool { return a.Resource == g.Resource && actionMatches(a.Action, g.Action) }) {
+					t.Errorf("%s on %s is allowed but the code never needs it", a.Action, a.Resource)
+				}
+			}
+		})
+	}
+}
+
+// actionMatches reports whether an IAM action pattern (with * wildcards)
+// covers action; IAM compares actions case-insensitively.
+func actionMatches(pattern, action string) bool {
+	re := "^" + strings.ReplaceAll(regexp.QuoteMeta(strings.ToLower(pattern)), `\*`, ".*") + "$"
+	return regexp.MustCompile(re).MatchString(strings.ToLower(action))
+}
+
+// resourceOf names the stack resource a policy Resource designates, in the
+// two forms the template uses: Fn::GetAtt X.Arn, and the SAM policy
+// templates' Fn::Sub with queueName: Fn::GetAtt X.QueueName.
+func resourceOf(v any) string {
+	m := asMap(v)
+	if ga := asSlice(m["Fn::GetAtt"]); len(ga) == 2 && ga[1] == "Arn" {
+		return asString(ga[0])
+	}
+	if sub := asSlice(m["Fn::Sub"]); len(sub) == 2 {
+		if ga := asSlice(asMap(asMap(sub[1])["queueName"])["Fn::GetAtt"]); len(ga) == 2 && ga[1] == "QueueName" {
+			return asString(ga[0])
+		}
+	}
+	return ""
+}
+
+func TestAlarms(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	res := tmpl.Resources()
+	alarms := map[string]string{}
+	for id, r := range res {
+		if r.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		p := r.Properties
+		queue := asString(asSlice(asMap(asMap(asSlice(p["Dimensions"])[0])["Value"])["Fn::GetAtt"])[0])
+		alarms[queue+" "+asString(p["MetricName"])] = id
+		if !jsonEqual(p["AlarmActions"], []any{ref("AlarmTopic")}) || p["Namespace"] != "AWS/SQS" || p["ComparisonOperator"] != "GreaterThanThreshold" {
+			t.Errorf("%s = %s", id, js(p))
+		}
+	}
+	for _, want := range []string{"OperatorQueue ApproximateNumberOfMessagesVisible", "DeadLetterQueue ApproximateAgeOfOldestMessage"} {
+		if _, ok := alarms[want]; !ok {
+			t.Errorf("no alarm on %s; alarms: %v", want, alarms)
+		}
+	}
+	if id := alarms["OperatorQueue ApproximateNumberOfMessagesVisible"]; id != "" && res[id].Properties["Threshold"] != 0.0 {
+		t.Errorf("operator alarm threshold %v, want 0 (any message)", res[id].Properties["Threshold"])
+	}
+	if id := alarms["DeadLetterQueue ApproximateAgeOfOldestMessage"]; id != "" && !jsonEqual(res[id].Properties["Threshold"], ref("DlqAgeAlarmThreshold")) {
+		t.Errorf("DLQ age alarm threshold %s, want Ref DlqAgeAlarmThreshold", js(res[id].Properties["Threshold"]))
+	}
+
+	sub := res["AlarmEmailSubscription"]
+	if sub.Type != "AWS::SNS::Subscription" || sub.Condition != "HasAlarmEmail" ||
+		!jsonEqual(sub.Properties, map[string]any{"Endpoint": ref("AlarmEmail"), "Protocol": "email", "TopicArn": ref("AlarmTopic")}) {
+		t.Errorf("AlarmEmailSubscription = %+v", sub)
+	}
+	for email, want := range map[string]bool{"": false, "ops@example.com": true} {
+		values, err := tmpl.ParameterValues(map[string]string{"AlarmEmail": email})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, err := tmpl.Conditions(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conds["HasAlarmEmail"] != want {
+			t.Errorf("AlarmEmail %q: subscription created = %v, want %v", email, conds["HasAlarmEmail"], want)
+		}
+	}
+}
+
+func TestParametersAreTypedConstrainedGroupedAndUsed(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	raw, err := os.ReadFile(templatePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmpl.ParameterValues(nil); err != nil {
+		t.Errorf("defaults break their own constraints: %v", err)
+	}
+	groups := map[string]int{}
+	iface := asMap(asMap(tmpl["Metadata"])["AWS::CloudFormation::Interface"])
+	for _, g := range asSlice(iface["ParameterGroups"]) {
+		for _, p := range asSlice(asMap(g)["Parameters"]) {
+			groups[asString(p)]++
+		}
+	}
+	names := map[string]bool{}
+	for _, p := range tmpl.Parameters() {
+		names[p.Name] = true
+		if p.Type != "Number" && p.Type != "String" {
+			t.Errorf("%s: type %q", p.Name, p.Type)
+		}
+		if p.Description == "" {
+			t.Errorf("%s has no Description", p.Name)
+		}
+		if len(p.AllowedValues) == 0 && p.AllowedPattern == "" && (p.MinValue == nil || p.MaxValue == nil) {
+			t.Errorf("%s has no constraint (AllowedValues, AllowedPattern or MinValue and MaxValue)", p.Name)
+		}
+		if groups[p.Name] != 1 {
+			t.Errorf("%s is in %d parameter groups, want 1", p.Name, groups[p.Name])
+		}
+		// Used: a Ref or ${} to it somewhere in the SAM template.
+		used := regexp.MustCompile(`!Ref ` + p.Name + `\b|Ref: ` + p.Name + `\b|\$\{` + p.Name + `\}`)
+		if !used.Match(raw) {
+			t.Errorf("%s is never used", p.Name)
+		}
+	}
+	for name := range groups {
+		if !names[name] {
+			t.Errorf("parameter group lists %s, which is not a parameter", name)
+		}
+	}
+	// Names of the public reference (aws-samples amazon-sqs-dlq-replay-backoff).
+	for _, name := range []string{"MaxAttempts", "BackoffRate", "MessageRetentionPeriod", "LogLevel"} {
+		if !names[name] {
+			t.Errorf("no parameter %s", name)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	t.Parallel()
+	out := asMap(translatedTemplate(t)["Outputs"])
+	want := map[string]any{
+		"MainQueueUrl":           ref("MainQueue"),
+		"MainQueueArn":           getAtt("MainQueue", "Arn"),
+		"DeadLetterQueueUrl":     ref("DeadLetterQueue"),
+		"DeadLetterQueueArn":     getAtt("DeadLetterQueue", "Arn"),
+		"OperatorQueueUrl":       ref("OperatorQueue"),
+		"OperatorQueueArn":       getAtt("OperatorQueue", "Arn"),
+		"IdempotencyTableName":   ref("IdempotencyTable"),
+		"ProcessorFunctionArn":   getAtt(processorID, "Arn"),
+		"DlqReplayerFunctionArn": getAtt(replayerID, "Arn"),
+		"AlarmTopicArn":          ref("AlarmTopic"),
+	}
+	for key, v := range want {
+		o := asMap(out[key])
+		if !jsonEqual(o["Value"], v) || asString(o["Description"]) == "" {
+			t.Errorf("output %s = %s, want value %s with a description", key, js(o), js(v))
+		}
+	}
+	if len(out) != len(want) {
+		t.Errorf("%d outputs, want %d", len(out), len(want))
+	}
+}
+
+func TestServerlessRepoMetadata(t *testing.T) {
+	t.Parallel()
+	sar := asMap(asMap(translatedTemplate(t)["Metadata"])["AWS::ServerlessRepo::Application"])
+	// Limits from the SAM developer guide's "Metadata section properties";
+	// intrinsic functions are not supported there, so every value is a string.
+	str := func(key string) string {
+		s, ok := sar[key].(string)
+		if !ok {
+			t.Errorf("%s = %s, want a plain string", key, js(sar[key]))
+		}
+		return s
+	}
+	matches := func(key, value, pattern string, maxLen int) {
+		if len(value) < 1 || len(value) > maxLen || !regexp.MustCompile(pattern).MatchString(value) {
+			t.Errorf("%s = %q: want 1 to %d characters matching %s", key, value, maxLen, pattern)
+		}
+	}
+	matches("Name", str("Name"), `^[a-zA-Z0-9\-]+$`, 140)
+	matches("Description", str("Description"), `.`, 256)
+	matches("Author", str("Author"), `^[a-z0-9](([a-z0-9]|-[a-z0-9]))*$`, 127)
+	matches("SemanticVersion", str("SemanticVersion"), `^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$`, 64)
+	for _, key := range []string{"HomePageUrl", "SourceCodeUrl"} {
+		matches(key, str(key), `^https://`, 1024)
+	}
+	if str("SpdxLicenseId") != "Apache-2.0" {
+		t.Errorf("SpdxLicenseId = %q", sar["SpdxLicenseId"])
+	}
+	labels := asSlice(sar["Labels"])
+	if len(labels) == 0 || len(labels) > 10 {
+		t.Errorf("%d labels, want 1 to 10", len(labels))
+	}
+	for _, l := range labels {
+		matches("label", asString(l), `^[a-zA-Z0-9+\-_:/@]+$`, 127)
+	}
+	// sam package uploads these local files; they must exist.
+	license, err := os.ReadFile(filepath.Join(root(t), str("LicenseUrl")))
+	if err != nil || !strings.Contains(string(license), "Apache License") || !strings.Contains(string(license), "Version 2.0") {
+		t.Errorf("LicenseUrl %q: not the Apache 2.0 license (%v)", sar["LicenseUrl"], err)
+	}
+	if _, err := os.Stat(filepath.Join(root(t), str("ReadmeUrl"))); err != nil {
+		t.Errorf("ReadmeUrl: %v", err)
+	}
+}
+
+func ref(name string) map[string]any { return map[string]any{"Ref": name} }
+
+func getAtt(id, attr string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, attr}} }
+
+func function(v any) (string, any) {
+	m := asMap(v)
+	if len(m) != 1 {
+		return "", nil
+	}
+	for k, a := range m {
+		return k, a
+	}
+	return "", nil
+}
+
+func stringsOf(v any) []string {
+	if s, ok := v.(string); ok {
+		return []string{s}
+	}
+	var out []string
+	for _, x := range asSlice(v) {
+		out = append(out, asString(x))
+	}
+	return out
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func asSlice(v any) []any        { s, _ := v.([]any); return s }
+func asString(v any) string      { s, _ := v.(string); return s }
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func jsonEqual(a, b any) bool { return js(a) == js(b) }
