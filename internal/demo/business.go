@@ -1,0 +1,109 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/sqs-once/sqs-once/internal/processor"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+var (
+	errPoison    = errors.New("poison message: the handler always fails on it")
+	errTransient = errors.New("transient failure: downstream unavailable, try again later")
+	errCrashed   = errors.New("simulated crash: this invocation was abandoned after its side effect")
+)
+
+// Business is the demo's business handler, plugged into the processor's
+// Business seam in place of cmd/processor's. Its side effect is a line in the
+// ledger; it fails poison keys always, transient keys for a while, rejects
+// permanent keys with processor.Permanent, and can simulate a crash right
+// after a side effect.
+type Business struct {
+	ledger *Ledger
+	keys   map[string]Key
+
+	mu       sync.Mutex
+	attempts map[string]int
+	crashed  map[string]bool
+
+	// release is closed when the run ends; a crashed invocation hangs on it,
+	// past its function timeout, as a frozen or killed sandbox would never
+	// reach its completion write.
+	release     chan struct{}
+	releaseOnce sync.Once
+}
+
+// NewBusiness returns the handler for the workload's keys.
+func NewBusiness(ledger *Ledger, w Workload) *Business {
+	return &Business{
+		ledger:   ledger,
+		keys:     w.KeyIndex(),
+		attempts: map[string]int{},
+		crashed:  map[string]bool{},
+		release:  make(chan struct{}),
+	}
+}
+
+// Release lets crashed invocations return. Their completion or release of
+// the lock then fails, because by then the lock has been taken over.
+func (b *Business) Release() { b.releaseOnce.Do(func() { close(b.release) }) }
+
+// Handle is a processor.Business.
+func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
+	body, err := ParseBody(msg.Body)
+	if err != nil {
+		return processor.Permanent(err)
+	}
+	key, ok := b.keys[body.OrderID]
+	if !ok {
+		return processor.Permanent(fmt.Errorf("order %q is not part of this run", body.OrderID))
+	}
+
+	b.mu.Lock()
+	b.attempts[key.ID]++
+	attempt := b.attempts[key.ID]
+	crash := key.Crash && !b.crashed[key.ID]
+	if crash {
+		b.crashed[key.ID] = true
+	}
+	b.mu.Unlock()
+
+	switch key.Kind {
+	case Poison:
+		return errPoison
+	case Permanent:
+		return processor.Permanent(fmt.Errorf("order %s: amount field is not a valid currency amount", key.ID))
+	case Transient:
+		if attempt <= key.Failures {
+			return fmt.Errorf("attempt %d of %d failing: %w", attempt, key.Failures, errTransient)
+		}
+	}
+
+	e := Entry{
+		Key:          key.ID,
+		Send:         body.Send,
+		MessageID:    msg.MessageId,
+		ReceiveCount: msg.Attributes["ApproximateReceiveCount"],
+		Crash:        crash,
+	}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		e.RequestID = lc.AwsRequestID
+	}
+	if a, ok := msg.MessageAttributes[sqsmsg.AttrReplayCount]; ok && a.StringValue != nil {
+		e.ReplayCount = *a.StringValue
+	}
+	if _, err := b.ledger.Append(e); err != nil {
+		return err
+	}
+	if crash {
+		<-b.release
+		return errCrashed
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package demo
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Options are the runner's flags.
+type Options struct {
+	Keys           int
+	DuplicateShare float64
+	Poison         int
+	Transient      int
+	Permanent      int
+	Crash          int
+	Concurrency    int
+	Seed           uint64
+	JSON           bool
+	Endpoint       string
+	Stack          string
+	Template       string
+	// MaxReceiveCount and MaxAttempts are 0 and -1 for the template's values.
+	MaxReceiveCount int
+	MaxAttempts     int
+	Visibility      time.Duration
+	Wait            time.Duration
+	Out             string
+	Verbose         bool
+}
+
+// Template defaults the demo deploys with when no flag overrides them.
+const (
+	// The processor's function timeout for the demo; the lock outlives it by
+	// a second, so a live invocation never loses its lock and a crashed one's
+	// lock expires soon after.
+	demoFunctionTimeout = 5 * time.Second
+	demoLockTimeout     = 6 * time.Second
+	// Replay backoff for the demo: ceilings 2, 4, 4 s for replays 1, 2, 3.
+	demoBackoffBase = 1
+	demoBackoffRate = 2
+	demoMaxDelay    = 4
+	// Every key's sends reach an end well within this on a laptop; past it
+	// the report counts what is still missing as lost.
+	defaultLocalWait = 3 * time.Minute
+)
+
+// ErrHelp is returned by ParseFlags for -h/--help, after printing the usage.
+var ErrHelp = flag.ErrHelp
+
+// ParseFlags reads the command line; usage and errors go to stderr.
+func ParseFlags(args []string, stderr io.Writer) (Options, error) {
+	var o Options
+	fs := flag.NewFlagSet("sqs-once-local", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.Keys, "n", 1000, "number of business keys (orders) in the workload")
+	fs.Float64Var(&o.DuplicateShare, "dup", 0.2, "share of the normal keys a retrying producer sends 2 or 3 times, each time with a new messageId")
+	fs.IntVar(&o.Poison, "poison", 3, "keys whose handler always fails: DLQ, every replay, then the operator queue")
+	fs.IntVar(&o.Transient, "transient", 4, "keys that fail a few times, then succeed (half of them only after a replay)")
+	fs.IntVar(&o.Permanent, "permanent", 2, "keys the handler rejects with processor.Permanent: straight to the operator queue")
+	fs.IntVar(&o.Crash, "crash", 0, "keys whose processor invocation hangs right after the side effect until the function timeout, as a crash between side effect and completion; shows the documented duplicate window")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "concurrent pollers (invocations) on the main queue")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the workload (keys, copies, order) and nothing else")
+	fs.BoolVar(&o.JSON, "json", false, "print the machine-readable summary on stdout (the report goes to stderr)")
+	fs.StringVar(&o.Endpoint, "endpoint", "", "URL of a moto_server already running, instead of starting one")
+	fs.StringVar(&o.Stack, "stack", "", "name of a deployed sqs-once stack: send the workload to it with the usual AWS credentials and check what can be checked")
+	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template the local stack is created from")
+	fs.IntVar(&o.MaxReceiveCount, "max-receive-count", 0, "main queue maxReceiveCount (0: the template's default)")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", -1, "replays of a dead letter before the operator queue (-1: the template's default)")
+	fs.DurationVar(&o.Visibility, "visibility", time.Second, "visibility timeout set on the main queue and the DLQ after the local deploy (whole seconds)")
+	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
+	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
+	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return Options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return o, o.Validate()
+}
+
+const usageHeader = `Usage: sqs-once-local [flags]
+
+Runs the whole sqs-once pipeline on a laptop: starts moto_server, creates the
+queues and the table from template.yaml, runs the processor and the DLQ
+replayer behind local event source mappings, sends a workload of orders with
+duplicates, poison and transient failures, and prints a report that checks
+every order's side effect happened exactly once and nothing was lost. Exit
+status 0 when every invariant holds, 1 when one is broken, 2 on bad usage or
+set-up failure.
+
+With -stack NAME it sends the same workload to a deployed stack instead and
+checks what can be checked from outside (see the report's "not checked").
+
+Flags:
+`
+
+// Validate explains flags that cannot work together.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Concurrency < 1 || o.Concurrency > 100 {
+		errs = append(errs, fmt.Errorf("-concurrency %d: must be 1..100", o.Concurrency))
+	}
+	if o.MaxReceiveCount < 0 || o.MaxReceiveCount > 1000 {
+		errs = append(errs, fmt.Errorf("-max-receive-count %d: must be 1..1000, or 0 for the template's", o.MaxReceiveCount))
+	}
+	if o.MaxAttempts < -1 || o.MaxAttempts > 100 {
+		errs = append(errs, fmt.Errorf("-max-attempts %d: must be 0..100, or -1 for the template's", o.MaxAttempts))
+	}
+	if o.Visibility < time.Second || o.Visibility > 12*time.Hour || o.Visibility%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("-visibility %s: must be whole seconds, 1s..12h", o.Visibility))
+	}
+	if o.Wait < 0 {
+		errs = append(errs, fmt.Errorf("-wait %s: must not be negative", o.Wait))
+	}
+	if o.Stack != "" && o.Crash > 0 {
+		errs = append(errs, errors.New("-crash needs the local pipeline; a deployed stack runs its own handler"))
+	}
+	if err := o.spec(1).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// spec is the workload for a main queue with the given maxReceiveCount.
+func (o Options) spec(maxReceiveCount int) WorkloadSpec {
+	return WorkloadSpec{
+		Keys:            o.Keys,
+		DuplicateShare:  o.DuplicateShare,
+		Poison:          o.Poison,
+		Transient:       o.Transient,
+		Permanent:       o.Permanent,
+		Crash:           o.Crash,
+		MaxReceiveCount: maxReceiveCount,
+	}
+}
+
+func (o Options) wait() time.Duration {
+	if o.Wait > 0 {
+		return o.Wait
+	}
+	return defaultLocalWait
+}
