@@ -15,27 +15,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/testclock"
 )
-
-// clock is a settable time source shared by the holders of one test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 type bundle struct {
 	client *dynamodb.Client
@@ -44,7 +25,7 @@ type bundle struct {
 	writer motoserver.DynamoWriter
 	table  string
 	store  *dedupe.Store
-	clock  *clock
+	clock  *testclock.Clock
 	guard  *dedupe.Guard
 }
 
@@ -52,7 +33,7 @@ type bundle struct {
 func setup(t *testing.T) bundle {
 	t.Helper()
 	cfg := mototest.Config(t)
-	b := bundle{client: dynamodb.NewFromConfig(cfg), table: mototest.NewIdempotencyTable(t, cfg), clock: newClock()}
+	b := bundle{client: dynamodb.NewFromConfig(cfg), table: mototest.NewIdempotencyTable(t, cfg), clock: testclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))}
 	b.writer = motoserver.SerializeWrites(b.client)
 	b.store = dedupe.NewStore(b.writer, b.table, "orders-fn")
 	b.guard = b.newGuard(b.store)

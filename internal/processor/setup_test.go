@@ -19,6 +19,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
+	"github.com/sqs-once/sqs-once/internal/testclock"
 )
 
 // countingDynamo wraps the real client, counting calls per operation and
@@ -60,24 +61,6 @@ func (c *countingDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItem
 		return nil, err
 	}
 	return c.DynamoAPI.DeleteItem(ctx, in, o...)
-}
-
-// clock is a settable time source.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // business records the calls of a Business function and answers with the
@@ -130,7 +113,7 @@ type bundle struct {
 	aws      aws.Config
 	dynamo   *countingDynamo
 	sqs      *sqs.Client
-	clock    *clock
+	clock    *testclock.Clock
 	business *business
 	handler  *processor.Handler
 }
@@ -162,7 +145,7 @@ func setup(t testing.TB, configure ...func(*processor.Config)) *bundle {
 		// moto's conditional writes made atomic, as DynamoDB's are.
 		dynamo:   &countingDynamo{DynamoAPI: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg))},
 		sqs:      sqs.NewFromConfig(awsCfg),
-		clock:    &clock{now: time.Now()},
+		clock:    testclock.New(time.Now()),
 		business: &business{errs: map[string]error{}},
 		logs:     &logBuffer{},
 	}
