@@ -26,27 +26,47 @@ func TestSAMBuildTargets(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("make build-%s: %v\n%s", id, err, out)
 			}
-			path := filepath.Join(dir, "bootstrap")
-			info, err := os.Stat(path)
-			if err != nil {
-				t.Fatalf("no bootstrap in ARTIFACTS_DIR: %v", err)
-			}
-			if info.Mode().Perm()&0o111 == 0 {
-				t.Errorf("bootstrap is not executable: %v", info.Mode())
-			}
-			f, err := elf.Open(path)
-			if err != nil {
-				t.Fatalf("bootstrap is not an ELF file: %v", err)
-			}
-			defer f.Close()
-			if f.Machine != elf.EM_AARCH64 || f.Class != elf.ELFCLASS64 || f.Type != elf.ET_EXEC {
-				t.Errorf("bootstrap is %v %v %v, want an arm64 64-bit executable", f.Machine, f.Class, f.Type)
-			}
-			for _, p := range f.Progs {
-				if p.Type == elf.PT_INTERP {
-					t.Error("bootstrap is dynamically linked; the Makefile should build with CGO_ENABLED=0")
-				}
-			}
+			checkBootstrap(t, filepath.Join(dir, "bootstrap"))
 		})
+	}
+}
+
+// TestMakeBuild checks `make build`, the target for building without sam:
+// both functions' bootstraps side by side.
+func TestMakeBuild(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(testContext(t, 5*time.Minute), "make", "--no-print-directory", "-C", root(t), "build", "BIN_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	for _, fn := range []string{"processor", "dlq-replayer"} {
+		checkBootstrap(t, filepath.Join(dir, fn, "bootstrap"))
+	}
+}
+
+// checkBootstrap asserts what provided.al2023 on arm64 can run: a static,
+// executable linux/arm64 ELF.
+func checkBootstrap(t *testing.T, path string) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("no bootstrap at %s: %v", path, err)
+	}
+	if info.Mode().Perm()&0o111 == 0 {
+		t.Errorf("bootstrap is not executable: %v", info.Mode())
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("bootstrap is not an ELF file: %v", err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_AARCH64 || f.Class != elf.ELFCLASS64 || f.Type != elf.ET_EXEC {
+		t.Errorf("bootstrap is %v %v %v, want an arm64 64-bit executable", f.Machine, f.Class, f.Type)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("bootstrap is dynamically linked; the Makefile should build with CGO_ENABLED=0")
+		}
 	}
 }
