@@ -28,9 +28,10 @@ unit:
 
 ## lint: gofmt, go vet and cfn-lint on the SAM template
 lint:
-	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: pip install cfn-lint aws-sam-translator" >&2; exit 1; }
 	cfn-lint template.yaml
 
 ## build: both Lambda binaries, linux/arm64, as bin/<function>/bootstrap
