@@ -108,7 +108,7 @@ func TestKeySource(t *testing.T) {
 
 func TestParseKeySourceRejects(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{"", "messageid", "body:", "body:orderId", "body:/a~2", "attribute:", "header:x"} {
+	for _, s := range []string{"", "messageid", "body:", "body:orderId", "body:/a~2", "body:/~~01", "body:/a~", "attribute:", "header:x"} {
 		if _, err := processor.ParseKeySource(s); err == nil {
 			t.Errorf("ParseKeySource(%q) accepted", s)
 		}

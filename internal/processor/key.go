@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -144,6 +145,9 @@ func bodyKey(body string, tokens []string) (string, error) {
 	return "", errors.New("value is an object or array, not a string or number")
 }
 
+// badEscape is a "~" that does not start "~0" or "~1".
+var badEscape = regexp.MustCompile(`~([^01]|$)`)
+
 // parsePointer splits an RFC 6901 JSON pointer into unescaped tokens.
 func parsePointer(p string) ([]string, error) {
 	if p == "" || p[0] != '/' {
@@ -151,7 +155,7 @@ func parsePointer(p string) ([]string, error) {
 	}
 	parts := strings.Split(p[1:], "/")
 	for i, part := range parts {
-		if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(part, "~0", ""), "~1", ""), "~") {
+		if badEscape.MatchString(part) {
 			return nil, fmt.Errorf("JSON pointer %q has an invalid escape in %q (use ~0 for ~ and ~1 for /)", p, part)
 		}
 		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
