@@ -151,7 +151,7 @@ func TestEventsHaveLambdasShape(t *testing.T) {
 					}
 					_, isBinary := v["binaryValue"]
 					_, isString := v["stringValue"]
-					if isBinary == isString || isBinary != strings.HasPrefix(asString(v["dataType"]), "Binary") {
+					if isBinary == isString || isBinary != strings.HasPrefix(samstack.AsString(v["dataType"]), "Binary") {
 						t.Errorf("record %d: attribute %s: value %v does not fit data type %v", i, attr, v, v["dataType"])
 					}
 				}
@@ -212,7 +212,7 @@ func TestEnvFileMatchesTemplate(t *testing.T) {
 	}
 	for fn, load := range loaders {
 		e := env(t, fn)
-		vars, _ := tmpl.Resources()[fn].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		vars := samstack.AsMap(samstack.AsMap(tmpl.Resources()[fn].Properties["Environment"])["Variables"])
 		if want := slices.Sorted(maps.Keys(vars)); !slices.Equal(slices.Sorted(maps.Keys(e)), want) {
 			t.Errorf("env.json %s sets %v, the template declares %v", fn, slices.Sorted(maps.Keys(e)), want)
 		}
@@ -308,7 +308,16 @@ func count(calls []string, body string) int {
 func TestProcessorBatchWithDuplicate(t *testing.T) {
 	t.Parallel()
 	ev := load(t, "processor-batch-duplicate.json")
-	for _, key := range []string{"messageId", "body:/orderId"} {
+	for _, tt := range []struct {
+		key string
+		// Handled count of an order a producer re-sent later as a new
+		// message (new messageId, same body).
+		resent int
+	}{
+		{key: "messageId", resent: 2},     // a new messageId is a new message
+		{key: "body:/orderId", resent: 1}, // the business key makes it a duplicate
+	} {
+		key := tt.key
 		t.Run(key, func(t *testing.T) {
 			t.Parallel()
 			b := setupProcessor(t, map[string]string{"IDEMPOTENCY_KEY": key})
@@ -331,6 +340,18 @@ func TestProcessorBatchWithDuplicate(t *testing.T) {
 				if n := count(calls, r.Body); n != 1 {
 					t.Errorf("%s handled %d times, want 1", r.Body, n)
 				}
+			}
+
+			// The producer retries: the same order as a new message.
+			resend := ev.Records[0]
+			resend.MessageId = "0b7c6d5e-4f3a-4b2c-9d1e-8f7a6b5c4d3e"
+			resend.Attributes = maps.Clone(resend.Attributes)
+			resend.Attributes["ApproximateReceiveCount"] = "1"
+			if resp := b.response(events.SQSEvent{Records: []events.SQSMessage{resend}}); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("re-send failed %v", resp.BatchItemFailures)
+			}
+			if n := count(b.calls.bodies(), resend.Body); n != tt.resent {
+				t.Errorf("after a re-send with a new messageId, %s handled %d times, want %d", resend.Body, n, tt.resent)
 			}
 		})
 	}
@@ -459,7 +480,8 @@ func TestReplayer(t *testing.T) {
 		{file: "replayer-first-replay.json", toMain: true, count: "1"},
 		{file: "replayer-last-attempt.json", toMain: true, count: "3", origKey: sqsmsg.AttrOriginalMessageID},
 		{file: "replayer-over-limit.json", count: "3", reason: "max-attempts", origKey: sqsmsg.AttrOriginalMessageID},
-		{file: "replayer-invalid-counter.json", reason: "invalid-counter"},
+		// The bad counter is kept as it came, for the operator to see.
+		{file: "replayer-invalid-counter.json", count: "abc", reason: "invalid-counter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -543,5 +565,3 @@ func TestReplayerBinaryAttributes(t *testing.T) {
 		}
 	}
 }
-
-func asString(v any) string { s, _ := v.(string); return s }

@@ -355,7 +355,7 @@ func (s Summary) Render() string {
 		s.Timings.VisibilityTimeoutSeconds, s.Timings.FunctionTimeoutSeconds, lock, s.Timings.MaxReceiveCount,
 		s.Timings.MaxAttempts, s.Timings.Jitter, s.Timings.BackoffBaseSeconds, s.Timings.BackoffRate, s.Timings.MaxDelaySeconds)
 	if s.Mode == "local" {
-		p("  (demo timings: the queues' visibility timeout is set after the deploy; the template ties it to 6 x the function timeout)")
+		p("  (demo timings: the queues' visibility timeout is set after the deploy; the template ties it to 6 x the function timeout + the batching window)")
 	}
 	if len(s.Adaptations) > 0 {
 		p("  moto_server differs from CloudFormation in %d places, each handled or noted by samstack (alarms not created, ...): see -json \"adaptations\"", len(s.Adaptations))

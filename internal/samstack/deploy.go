@@ -95,8 +95,7 @@ func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath stri
 	if err != nil {
 		return nil, fmt.Errorf("samstack: parameters of %s:\n%w", templatePath, err)
 	}
-	conditions, err := tmpl.Conditions(values)
-	if err != nil {
+	if _, err := tmpl.Conditions(values); err != nil {
 		return nil, fmt.Errorf("samstack: conditions of %s: %w", templatePath, err)
 	}
 
@@ -133,7 +132,7 @@ func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath stri
 	}
 	st.Template = tmpl
 	st.Parameters = values
-	after, err := reconcile(ctx, awsCfg, st, conditions)
+	after, err := reconcile(ctx, awsCfg, st, NewResolver(tmpl, values))
 	if err != nil {
 		return nil, fmt.Errorf("samstack: stack %s: %w", stackName, err)
 	}

@@ -13,6 +13,12 @@
 // what was deployed: outputs, physical ids, and each function's configuration
 // and event source mappings as read back from Lambda.
 //
+// Template gives typed access to a translated template (Resources,
+// Parameters with their constraints, Conditions, the Rules check), and
+// Resolver evaluates its intrinsic functions for given parameter values as
+// CloudFormation would, offline; the tests use both to check the template
+// for every allowed value rather than only for the one deployed.
+//
 // moto_server's CloudFormation is not CloudFormation. Where it falls short,
 // Deploy either adapts (rewrites the template so moto yields what
 // CloudFormation would, or applies a dropped property through the service's

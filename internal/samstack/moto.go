@@ -3,6 +3,7 @@ package samstack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -38,25 +39,25 @@ func forMoto(t Template) (Template, []Adaptation) {
 		}
 	}
 	asSub := func(v any) (any, string, bool) {
-		fn, args, err := function(v)
-		if err != nil || fn != "Ref" || !numbers[asString(args)] {
+		fn, args, _ := Intrinsic(v)
+		if fn != "Ref" || !numbers[AsString(args)] {
 			return v, "", false
 		}
-		return map[string]any{"Fn::Sub": "${" + asString(args) + "}"}, asString(args), true
+		return map[string]any{"Fn::Sub": "${" + AsString(args) + "}"}, AsString(args), true
 	}
 
 	var out []Adaptation
-	resources := asMap(c["Resources"])
+	resources := AsMap(c["Resources"])
 	ids := make([]string, 0, len(resources))
 	for id := range resources {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		r := asMap(resources[id])
+		r := AsMap(resources[id])
 		var keys []string
 		walk(r, func(m map[string]any) {
-			args := asSlice(m["Fn::FindInMap"])
+			args := AsSlice(m["Fn::FindInMap"])
 			for i, a := range args {
 				if s, name, ok := asSub(a); ok {
 					args[i] = s
@@ -68,10 +69,10 @@ func forMoto(t Template) (Template, []Adaptation) {
 			out = append(out, Adaptation{Rewritten, id, "Fn::FindInMap", "key Ref " + strings.Join(keys, ", ") +
 				" written as Fn::Sub: moto_server makes Number parameters integers, which match no mapping key"})
 		}
-		if asString(r["Type"]) != "AWS::Lambda::Function" {
+		if AsString(r["Type"]) != "AWS::Lambda::Function" {
 			continue
 		}
-		vars := asMap(asMap(asMap(r["Properties"])["Environment"])["Variables"])
+		vars := AsMap(AsMap(AsMap(r["Properties"])["Environment"])["Variables"])
 		var rewritten []string
 		for name, v := range vars {
 			// The Ref may sit inside Fn::If or Fn::Join; the value is a string
@@ -87,7 +88,7 @@ func forMoto(t Template) (Template, []Adaptation) {
 					}
 				}
 				for _, child := range m {
-					list := asSlice(child)
+					list := AsSlice(child)
 					for i, item := range list {
 						if s, _, ok := asSub(item); ok {
 							list[i], changed = s, true
@@ -126,14 +127,15 @@ func walk(v any, fn func(map[string]any)) {
 // reconcile compares the created stack with the template: it applies through
 // the service APIs the properties moto_server's CloudFormation drops and the
 // services support, reports those it cannot, and disables the event source
-// mappings (see Deploy).
-func reconcile(ctx context.Context, awsCfg aws.Config, st *Stack, conditions map[string]bool) ([]Adaptation, error) {
+// mappings (see Deploy). res resolves the template's values with the stack's
+// parameters.
+func reconcile(ctx context.Context, awsCfg aws.Config, st *Stack, res *Resolver) ([]Adaptation, error) {
 	r := &reconciler{
-		st:         st,
-		conditions: conditions,
-		ddb:        dynamodb.NewFromConfig(awsCfg),
-		lambda:     lambda.NewFromConfig(awsCfg),
-		sqs:        sqs.NewFromConfig(awsCfg),
+		st:     st,
+		res:    res,
+		ddb:    dynamodb.NewFromConfig(awsCfg),
+		lambda: lambda.NewFromConfig(awsCfg),
+		sqs:    sqs.NewFromConfig(awsCfg),
 	}
 	resources := st.Template.Resources()
 	ids := make([]string, 0, len(resources))
@@ -142,23 +144,29 @@ func reconcile(ctx context.Context, awsCfg aws.Config, st *Stack, conditions map
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		res := resources[id]
-		if res.Condition != "" && !conditions[res.Condition] {
-			continue
+		tr := resources[id]
+		if tr.Condition != "" {
+			created, err := res.Condition(tr.Condition)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", id, err)
+			}
+			if !created {
+				continue
+			}
 		}
 		deployed, ok := st.Resources[id]
 		if !ok {
-			r.add(Missing, id, "", "not created: moto_server's CloudFormation does not support "+res.Type)
+			r.add(Missing, id, "", "not created: moto_server's CloudFormation does not support "+tr.Type)
 			continue
 		}
 		var err error
-		switch res.Type {
+		switch tr.Type {
 		case "AWS::DynamoDB::Table":
-			err = r.table(ctx, id, deployed.PhysicalID, res.Properties)
+			err = r.table(ctx, id, deployed.PhysicalID, tr.Properties)
 		case "AWS::SQS::Queue":
-			err = r.queue(ctx, id, deployed.PhysicalID, res.Properties)
+			err = r.queue(ctx, id, deployed.PhysicalID, tr.Properties)
 		case "AWS::Lambda::Function":
-			err = r.function(ctx, id, res.Properties)
+			err = r.function(ctx, id, tr.Properties)
 		case "AWS::Lambda::EventSourceMapping":
 			err = r.disableMapping(ctx, id, deployed.PhysicalID)
 		}
@@ -166,88 +174,37 @@ func reconcile(ctx context.Context, awsCfg aws.Config, st *Stack, conditions map
 			return nil, err
 		}
 	}
-	// Read the functions again: their mappings are disabled now.
+	// Read the mappings again: they are disabled now.
 	for id, fn := range st.Functions {
-		fresh, err := describeFunction(ctx, r.lambda, id, fn.Name)
+		sources, err := eventSources(ctx, r.lambda, fn, true)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", id, err)
 		}
-		st.Functions[id] = fresh
+		fn.EventSources = sources
+		st.Functions[id] = fn
 	}
 	return r.out, nil
 }
 
 type reconciler struct {
-	st         *Stack
-	conditions map[string]bool
-	ddb        *dynamodb.Client
-	lambda     *lambda.Client
-	sqs        *sqs.Client
-	out        []Adaptation
+	st     *Stack
+	res    *Resolver
+	ddb    *dynamodb.Client
+	lambda *lambda.Client
+	sqs    *sqs.Client
+	out    []Adaptation
 }
 
 func (r *reconciler) add(kind AdaptationKind, id, prop, detail string) {
 	r.out = append(r.out, Adaptation{kind, id, prop, detail})
 }
 
-// resolve evaluates a property value that is a literal, a Ref to a
-// parameter or a Fn::If on a condition; ok is false for anything else.
-func (r *reconciler) resolve(v any) (any, bool) {
-	switch v.(type) {
-	case string, float64, bool:
-		return v, true
-	case []any:
-		var out []any
-		for _, item := range v.([]any) {
-			x, ok := r.resolve(item)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, x)
-		}
-		return out, true
-	}
-	fn, args, err := function(v)
-	if err != nil {
-		return nil, false
-	}
-	switch fn {
-	case "Ref":
-		s, ok := r.st.Parameters[asString(args)]
-		return s, ok
-	case "Fn::If":
-		a := asSlice(args)
-		if len(a) != 3 {
-			return nil, false
-		}
-		if r.conditions[asString(a[0])] {
-			return r.resolve(a[1])
-		}
-		return r.resolve(a[2])
-	}
-	return nil, false
-}
-
-func (r *reconciler) resolveBool(v any) (bool, bool) {
-	x, ok := r.resolve(v)
-	if !ok {
-		return false, false
-	}
-	switch b := x.(type) {
-	case bool:
-		return b, true
-	case string:
-		return strings.EqualFold(b, "true"), strings.EqualFold(b, "true") || strings.EqualFold(b, "false")
-	}
-	return false, false
-}
-
 func (r *reconciler) table(ctx context.Context, id, name string, props map[string]any) error {
-	if spec := asMap(props["TimeToLiveSpecification"]); spec != nil {
-		attr, okA := r.resolve(spec["AttributeName"])
-		enabled, okE := r.resolveBool(spec["Enabled"])
-		if !okA || !okE {
-			r.add(Missing, id, "TimeToLiveSpecification", "not resolvable locally")
+	if spec := AsMap(props["TimeToLiveSpecification"]); spec != nil {
+		attr, errA := r.res.String(spec["AttributeName"])
+		enabled, errE := r.res.Bool(spec["Enabled"])
+		if err := errors.Join(errA, errE); err != nil {
+			r.add(Missing, id, "TimeToLiveSpecification", "not resolvable locally: "+err.Error())
 		} else if enabled {
 			out, err := r.ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 			if err != nil {
@@ -257,7 +214,7 @@ func (r *reconciler) table(ctx context.Context, id, name string, props map[strin
 			if d == nil || d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != attr {
 				if _, err := r.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 					TableName:               aws.String(name),
-					TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(asString(attr)), Enabled: aws.Bool(true)},
+					TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(attr), Enabled: aws.Bool(true)},
 				}); err != nil {
 					return fmt.Errorf("%s: update TTL: %w", id, err)
 				}
@@ -265,10 +222,10 @@ func (r *reconciler) table(ctx context.Context, id, name string, props map[strin
 			}
 		}
 	}
-	if spec := asMap(props["PointInTimeRecoverySpecification"]); spec != nil {
-		want, ok := r.resolveBool(spec["PointInTimeRecoveryEnabled"])
-		if !ok {
-			r.add(Missing, id, "PointInTimeRecoverySpecification", "not resolvable locally")
+	if spec := AsMap(props["PointInTimeRecoverySpecification"]); spec != nil {
+		want, err := r.res.Bool(spec["PointInTimeRecoveryEnabled"])
+		if err != nil {
+			r.add(Missing, id, "PointInTimeRecoverySpecification", "not resolvable locally: "+err.Error())
 		} else {
 			out, err := r.ddb.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(name)})
 			if err != nil {
@@ -289,8 +246,8 @@ func (r *reconciler) table(ctx context.Context, id, name string, props map[strin
 			}
 		}
 	}
-	if spec := asMap(props["SSESpecification"]); spec != nil {
-		if want, ok := r.resolveBool(spec["SSEEnabled"]); ok && want {
+	if spec := AsMap(props["SSESpecification"]); spec != nil {
+		if want, err := r.res.Bool(spec["SSEEnabled"]); err == nil && want {
 			out, err := r.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 			if err != nil {
 				return fmt.Errorf("%s: describe table: %w", id, err)
@@ -324,27 +281,21 @@ func (r *reconciler) queue(ctx context.Context, id, url string, props map[string
 func (r *reconciler) function(ctx context.Context, id string, props map[string]any) error {
 	fn := r.st.Functions[id]
 	if v, ok := props["Architectures"]; ok {
-		want, ok := r.resolve(v)
+		want, err := r.res.Value(v)
 		var wantS []string
-		for _, a := range asSlice(want) {
-			wantS = append(wantS, asString(a))
+		for _, a := range AsSlice(want) {
+			wantS = append(wantS, AsString(a))
 		}
-		if !ok || !slices.Equal(wantS, fn.Architectures) {
+		if err != nil || !slices.Equal(wantS, fn.Architectures) {
 			r.add(Missing, id, "Architectures", fmt.Sprintf("moto_server's CloudFormation ignores it (reports %v); check the translated template", fn.Architectures))
 		}
 	}
-	if _, ok := props["LoggingConfig"]; ok {
-		c, err := r.lambda.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(fn.Name)})
-		if err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		if c.LoggingConfig == nil || c.LoggingConfig.LogFormat == "" {
-			r.add(Missing, id, "LoggingConfig", "moto_server's Lambda has no logging configuration; check the translated template")
-		}
+	if _, ok := props["LoggingConfig"]; ok && fn.Logging.Format == "" {
+		r.add(Missing, id, "LoggingConfig", "moto_server's Lambda has no logging configuration; check the translated template")
 	}
 	if v, ok := props["RecursiveLoop"]; ok {
 		out, err := r.lambda.GetFunctionRecursionConfig(ctx, &lambda.GetFunctionRecursionConfigInput{FunctionName: aws.String(fn.Name)})
-		if err != nil || string(out.RecursiveLoop) != asString(v) {
+		if err != nil || string(out.RecursiveLoop) != AsString(v) {
 			r.add(Missing, id, "RecursiveLoop", "moto_server's Lambda has no recursion configuration; check the translated template")
 		}
 	}

@@ -121,8 +121,12 @@ func TestParameterValues(t *testing.T) {
 		{name: "defaults", want: map[string]string{"Timeout": "5", "Retries": "3", "Mode": "fast", "Label": "", "BatchSize": "10", "Window": "0"}},
 		{name: "overrides", overrides: map[string]string{"Timeout": "10", "Label": "abc", "BatchSize": "100", "Window": "1"},
 			want: map[string]string{"Timeout": "10", "Retries": "3", "Mode": "fast", "Label": "abc", "BatchSize": "100", "Window": "1"}},
-		{name: "number allowed values compare as numbers", overrides: map[string]string{"Timeout": "10.0"},
-			want: map[string]string{"Timeout": "10.0", "Retries": "3", "Mode": "fast", "Label": "", "BatchSize": "10", "Window": "0"}},
+		// As CloudFormation compares them, and Fn::FindInMap its keys: "10.0"
+		// would find no mapping entry "10".
+		{name: "number allowed values compare as strings", overrides: map[string]string{"Timeout": "10.0"},
+			errs: []string{"parameter Timeout: 10.0 is not one of 5, 10"}},
+		{name: "a number in range need not be written canonically", overrides: map[string]string{"Retries": "04"},
+			want: map[string]string{"Timeout": "5", "Retries": "04", "Mode": "fast", "Label": "", "BatchSize": "10", "Window": "0"}},
 		{name: "every bad value is named", overrides: map[string]string{"Timeout": "7", "Retries": "11", "Mode": "slow", "Label": "ABC", "Nope": "1"},
 			errs: []string{"parameter Timeout: 7 is not one of 5, 10", "parameter Retries: 11 is above MaxValue 10", `parameter Mode: "slow" is not one of fast, safe`,
 				`parameter Label: "ABC" does not match`, "parameter Nope: the template has no such parameter"}},

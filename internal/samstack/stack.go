@@ -59,8 +59,19 @@ type Function struct {
 	// Env is the function's environment exactly as Lambda holds it; a value
 	// may be empty (CloudFormation cannot remove a variable, only blank it).
 	Env map[string]string
+	// Logging is the function's logging configuration; empty where the
+	// endpoint has none (moto_server).
+	Logging Logging
 	// EventSources are the function's event source mappings.
 	EventSources []EventSource
+}
+
+// Logging is a function's LoggingConfig as Lambda reports it.
+type Logging struct {
+	Format           string // Text or JSON
+	ApplicationLevel string
+	SystemLevel      string
+	Group            string
 }
 
 // EventSource is an event source mapping of a function.
@@ -146,6 +157,7 @@ func Describe(ctx context.Context, awsCfg aws.Config, stackName string) (*Stack,
 	}
 
 	lc := lambda.NewFromConfig(awsCfg)
+	local := aws.ToString(awsCfg.BaseEndpoint) != ""
 	for id, r := range st.Resources {
 		if r.Type != "AWS::Lambda::Function" {
 			continue
@@ -153,6 +165,9 @@ func Describe(ctx context.Context, awsCfg aws.Config, stackName string) (*Stack,
 		fn, err := describeFunction(ctx, lc, id, r.PhysicalID)
 		if err != nil {
 			return nil, err
+		}
+		if fn.EventSources, err = eventSources(ctx, lc, fn, local); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		st.Functions[id] = fn
 	}
@@ -182,17 +197,38 @@ func describeFunction(ctx context.Context, lc *lambda.Client, logicalID, name st
 			fn.Env[k] = v
 		}
 	}
-	// All mappings, matched by function ARN here: moto_server filters on the
-	// name exactly as given when the mapping was created, so a FunctionName
-	// filter misses mappings created with an ARN (and vice versa).
-	pages := lambda.NewListEventSourceMappingsPaginator(lc, &lambda.ListEventSourceMappingsInput{})
+	if l := c.LoggingConfig; l != nil {
+		fn.Logging = Logging{
+			Format:           string(l.LogFormat),
+			ApplicationLevel: string(l.ApplicationLogLevel),
+			SystemLevel:      string(l.SystemLogLevel),
+			Group:            aws.ToString(l.LogGroup),
+		}
+	}
+	return fn, nil
+}
+
+// eventSources lists the function's event source mappings, sorted by source.
+//
+// On AWS, ListEventSourceMappings filters by function and resolves a name or
+// an ARN alike. moto_server compares the filter with the FunctionName exactly
+// as the mapping was created with (a name from a template's Ref, an ARN from
+// elsewhere), so on a local endpoint every mapping is listed and matched by
+// the function's ARN instead: the local account holds only test stacks.
+func eventSources(ctx context.Context, lc *lambda.Client, fn Function, local bool) ([]EventSource, error) {
+	in := &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(fn.ARN)}
+	if local {
+		in.FunctionName = nil
+	}
+	var out []EventSource
+	pages := lambda.NewListEventSourceMappingsPaginator(lc, in)
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return Function{}, fmt.Errorf("event source mappings of %s: %w", logicalID, err)
+			return nil, fmt.Errorf("event source mappings of %s: %w", fn.Name, err)
 		}
 		for _, m := range page.EventSourceMappings {
-			if aws.ToString(m.FunctionArn) != fn.ARN {
+			if local && aws.ToString(m.FunctionArn) != fn.ARN {
 				continue
 			}
 			es := EventSource{
@@ -208,11 +244,11 @@ func describeFunction(ctx context.Context, lc *lambda.Client, logicalID, name st
 			if m.ScalingConfig != nil {
 				es.MaximumConcurrency = int(aws.ToInt32(m.ScalingConfig.MaximumConcurrency))
 			}
-			fn.EventSources = append(fn.EventSources, es)
+			out = append(out, es)
 		}
 	}
-	sort.Slice(fn.EventSources, func(i, j int) bool { return fn.EventSources[i].SourceARN < fn.EventSources[j].SourceARN })
-	return fn, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].SourceARN < out[j].SourceARN })
+	return out, nil
 }
 
 // waitCreated polls the stack until it leaves CREATE_IN_PROGRESS, and

@@ -17,22 +17,28 @@ type Template map[string]any
 
 // Resource is one entry of a template's Resources section.
 type Resource struct {
-	Type       string
-	Condition  string
-	Properties map[string]any
-	Metadata   map[string]any
+	Type      string
+	Condition string
+	// DeletionPolicy and UpdateReplacePolicy as written; empty means
+	// CloudFormation's default (Delete for most types).
+	DeletionPolicy      string
+	UpdateReplacePolicy string
+	Properties          map[string]any
+	Metadata            map[string]any
 }
 
 // Resources returns the template's resources by logical id.
 func (t Template) Resources() map[string]Resource {
 	out := map[string]Resource{}
-	for id, raw := range asMap(t["Resources"]) {
-		r := asMap(raw)
+	for id, raw := range AsMap(t["Resources"]) {
+		r := AsMap(raw)
 		out[id] = Resource{
-			Type:       asString(r["Type"]),
-			Condition:  asString(r["Condition"]),
-			Properties: asMap(r["Properties"]),
-			Metadata:   asMap(r["Metadata"]),
+			Type:                AsString(r["Type"]),
+			Condition:           AsString(r["Condition"]),
+			DeletionPolicy:      AsString(r["DeletionPolicy"]),
+			UpdateReplacePolicy: AsString(r["UpdateReplacePolicy"]),
+			Properties:          AsMap(r["Properties"]),
+			Metadata:            AsMap(r["Metadata"]),
 		}
 	}
 	return out
@@ -58,7 +64,7 @@ type Parameter struct {
 
 // Parameters returns the template's parameters sorted by name.
 func (t Template) Parameters() []Parameter {
-	raw := asMap(t["Parameters"])
+	raw := AsMap(t["Parameters"])
 	names := make([]string, 0, len(raw))
 	for name := range raw {
 		names = append(names, name)
@@ -66,13 +72,13 @@ func (t Template) Parameters() []Parameter {
 	sort.Strings(names)
 	out := make([]Parameter, 0, len(names))
 	for _, name := range names {
-		m := asMap(raw[name])
+		m := AsMap(raw[name])
 		p := Parameter{
 			Name:                  name,
-			Type:                  asString(m["Type"]),
-			Description:           asString(m["Description"]),
-			AllowedPattern:        asString(m["AllowedPattern"]),
-			ConstraintDescription: asString(m["ConstraintDescription"]),
+			Type:                  AsString(m["Type"]),
+			Description:           AsString(m["Description"]),
+			AllowedPattern:        AsString(m["AllowedPattern"]),
+			ConstraintDescription: AsString(m["ConstraintDescription"]),
 			MinValue:              floatPtr(m["MinValue"]),
 			MaxValue:              floatPtr(m["MaxValue"]),
 			MinLength:             intPtr(m["MinLength"]),
@@ -82,7 +88,7 @@ func (t Template) Parameters() []Parameter {
 			s := scalarString(d)
 			p.Default = &s
 		}
-		for _, v := range asSlice(m["AllowedValues"]) {
+		for _, v := range AsSlice(m["AllowedValues"]) {
 			p.AllowedValues = append(p.AllowedValues, scalarString(v))
 		}
 		out = append(out, p)
@@ -107,10 +113,9 @@ func (p Parameter) Check(value string) error {
 		if p.MaxValue != nil && f > *p.MaxValue {
 			return fmt.Errorf("parameter %s: %s is above MaxValue %g", p.Name, value, *p.MaxValue)
 		}
-		if len(p.AllowedValues) > 0 && !slices.ContainsFunc(p.AllowedValues, func(a string) bool {
-			af, err := strconv.ParseFloat(a, 64)
-			return err == nil && af == f
-		}) {
+		// CloudFormation compares the value with AllowedValues as strings,
+		// and so does Fn::FindInMap with its keys: "30.0" is not "30".
+		if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, value) {
 			return fmt.Errorf("parameter %s: %s is not one of %s", p.Name, value, strings.Join(p.AllowedValues, ", "))
 		}
 		return nil
@@ -182,10 +187,10 @@ func (t Template) ParameterValues(overrides map[string]string) (map[string]strin
 // Conditions evaluates the template's Conditions with the given parameter
 // values.
 func (t Template) Conditions(values map[string]string) (map[string]bool, error) {
-	e := newEvaluator(t, values)
+	r := NewResolver(t, values)
 	out := map[string]bool{}
-	for name := range e.conditions {
-		b, err := e.condition(name)
+	for name := range AsMap(t["Conditions"]) {
+		b, err := r.Condition(name)
 		if err != nil {
 			return nil, err
 		}
@@ -197,8 +202,8 @@ func (t Template) Conditions(values map[string]string) (map[string]bool, error) 
 // checkRules applies the template's Rules section, which CloudFormation checks
 // before creating anything and moto_server ignores.
 func (t Template) checkRules(values map[string]string) error {
-	e := newEvaluator(t, values)
-	rules := asMap(t["Rules"])
+	r := NewResolver(t, values)
+	rules := AsMap(t["Rules"])
 	names := make([]string, 0, len(rules))
 	for name := range rules {
 		names = append(names, name)
@@ -206,9 +211,9 @@ func (t Template) checkRules(values map[string]string) error {
 	sort.Strings(names)
 	var errs []error
 	for _, name := range names {
-		rule := asMap(rules[name])
+		rule := AsMap(rules[name])
 		if cond, ok := rule["RuleCondition"]; ok {
-			applies, err := e.boolean(cond)
+			applies, err := r.Bool(cond)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rule %s: %w", name, err))
 				continue
@@ -217,15 +222,15 @@ func (t Template) checkRules(values map[string]string) error {
 				continue
 			}
 		}
-		for _, a := range asSlice(rule["Assertions"]) {
-			am := asMap(a)
-			ok, err := e.boolean(am["Assert"])
+		for _, a := range AsSlice(rule["Assertions"]) {
+			am := AsMap(a)
+			ok, err := r.Bool(am["Assert"])
 			if err != nil {
 				errs = append(errs, fmt.Errorf("rule %s: %w", name, err))
 				continue
 			}
 			if !ok {
-				desc := asString(am["AssertDescription"])
+				desc := AsString(am["AssertDescription"])
 				if desc == "" {
 					desc = "assertion failed"
 				}
@@ -234,153 +239,6 @@ func (t Template) checkRules(values map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// evaluator computes the condition and rule functions CloudFormation offers
-// on parameter values: Fn::Equals, Fn::Not, Fn::And, Fn::Or, Fn::Contains,
-// Condition and Ref to a parameter.
-type evaluator struct {
-	values     map[string]string
-	conditions map[string]any
-	memo       map[string]bool
-	visiting   map[string]bool
-}
-
-func newEvaluator(t Template, values map[string]string) *evaluator {
-	return &evaluator{values: values, conditions: asMap(t["Conditions"]), memo: map[string]bool{}, visiting: map[string]bool{}}
-}
-
-func (e *evaluator) condition(name string) (bool, error) {
-	if b, ok := e.memo[name]; ok {
-		return b, nil
-	}
-	def, ok := e.conditions[name]
-	if !ok {
-		return false, fmt.Errorf("no condition named %s", name)
-	}
-	if e.visiting[name] {
-		return false, fmt.Errorf("condition %s refers to itself", name)
-	}
-	e.visiting[name] = true
-	b, err := e.boolean(def)
-	if err != nil {
-		return false, fmt.Errorf("condition %s: %w", name, err)
-	}
-	e.memo[name] = b
-	return b, nil
-}
-
-func (e *evaluator) boolean(v any) (bool, error) {
-	if b, ok := v.(bool); ok {
-		return b, nil
-	}
-	fn, args, err := function(v)
-	if err != nil {
-		return false, err
-	}
-	switch fn {
-	case "Condition":
-		return e.condition(asString(args))
-	case "Fn::Equals":
-		a := asSlice(args)
-		if len(a) != 2 {
-			return false, fmt.Errorf("Fn::Equals needs two values")
-		}
-		x, err := e.value(a[0])
-		if err != nil {
-			return false, err
-		}
-		y, err := e.value(a[1])
-		return x == y, err
-	case "Fn::Not":
-		a := asSlice(args)
-		if len(a) != 1 {
-			return false, fmt.Errorf("Fn::Not needs one condition")
-		}
-		b, err := e.boolean(a[0])
-		return !b, err
-	case "Fn::And", "Fn::Or":
-		all := fn == "Fn::And"
-		for _, c := range asSlice(args) {
-			b, err := e.boolean(c)
-			if err != nil {
-				return false, err
-			}
-			if b != all {
-				return b, nil
-			}
-		}
-		return all, nil
-	case "Fn::Contains":
-		a := asSlice(args)
-		if len(a) != 2 {
-			return false, fmt.Errorf("Fn::Contains needs a list and a value")
-		}
-		x, err := e.value(a[1])
-		if err != nil {
-			return false, err
-		}
-		for _, item := range asSlice(a[0]) {
-			s, err := e.value(item)
-			if err != nil {
-				return false, err
-			}
-			if s == x {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	return false, fmt.Errorf("%s cannot be evaluated here", fn)
-}
-
-func (e *evaluator) value(v any) (string, error) {
-	switch x := v.(type) {
-	case string, float64, bool:
-		return scalarString(x), nil
-	}
-	fn, args, err := function(v)
-	if err != nil {
-		return "", err
-	}
-	if fn != "Ref" {
-		return "", fmt.Errorf("%s cannot be evaluated here", fn)
-	}
-	name := asString(args)
-	val, ok := e.values[name]
-	if !ok {
-		return "", fmt.Errorf("Ref %s: not a parameter", name)
-	}
-	return val, nil
-}
-
-// function splits an intrinsic function {"Fn::X": args} into its name and
-// arguments.
-func function(v any) (string, any, error) {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 1 {
-		return "", nil, fmt.Errorf("%v is not a single intrinsic function", v)
-	}
-	var name string
-	for k := range m {
-		name = k
-	}
-	return name, m[name], nil
-}
-
-func asMap(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func asSlice(v any) []any {
-	s, _ := v.([]any)
-	return s
-}
-
-func asString(v any) string {
-	s, _ := v.(string)
-	return s
 }
 
 // scalarString is the string CloudFormation makes of a template scalar.

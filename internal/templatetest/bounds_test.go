@@ -2,7 +2,6 @@ package templatetest
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // Values to try for the free-form string parameters, at their edges.
 var stringSamples = map[string][]string{
 	"IdempotencyKey": {"messageId", "body:/orderId", "body:/order/id", "attribute:orderId"},
-	"KeyPrefix":      {"", "orders", strings.Repeat("p", 128)},
+	"KeyPrefix":      {"", "orders", strings.Repeat("p", 128), "!\"$%&'()*+,-./:;<=>?@[\\]^_`{|}~"},
 }
 
 // TestEveryAcceptedParameterValueStartsTheBinaries deploys nothing: it
@@ -80,68 +79,81 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // would for the given parameter values, with made-up physical names for the
 // stack's resources.
 func environment(tmpl samstack.Template, vars map[string]any, values map[string]string) (map[string]string, error) {
-	conds, err := tmpl.Conditions(values)
-	if err != nil {
-		return nil, err
-	}
 	res := tmpl.Resources()
-	physical := func(id string) (string, error) {
+	r := samstack.NewResolver(tmpl, values)
+	r.Pseudo = map[string]string{"AWS::StackName": "stack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"}
+	r.Resource = func(id string) (string, bool) {
 		switch res[id].Type {
 		case "AWS::SQS::Queue":
-			return "https://sqs.us-east-1.amazonaws.com/123456789012/stack-" + id, nil
+			return "https://sqs.us-east-1.amazonaws.com/123456789012/stack-" + id, true
 		case "AWS::DynamoDB::Table":
-			return "stack-" + id + "-ABC123", nil
+			return "stack-" + id + "-ABC123", true
 		}
-		return "", fmt.Errorf("no stand-in for a Ref to %s (%s)", id, res[id].Type)
-	}
-	pseudo := map[string]string{"AWS::StackName": "stack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"}
-	var eval func(any) (string, error)
-	eval = func(v any) (string, error) {
-		switch x := v.(type) {
-		case string:
-			return x, nil
-		case float64:
-			return num(x), nil
-		case bool:
-			return strconv.FormatBool(x), nil
-		}
-		fn, args := function(v)
-		switch fn {
-		case "Ref":
-			name := asString(args)
-			if s, ok := values[name]; ok {
-				return s, nil
-			}
-			if s, ok := pseudo[name]; ok {
-				return s, nil
-			}
-			return physical(name)
-		case "Fn::If":
-			a := asSlice(args)
-			if conds[asString(a[0])] {
-				return eval(a[1])
-			}
-			return eval(a[2])
-		case "Fn::Sub":
-			var err error
-			out := regexp.MustCompile(`\$\{([^}]+)\}`).ReplaceAllStringFunc(asString(args), func(m string) string {
-				s, e := eval(ref(m[2 : len(m)-1]))
-				if e != nil {
-					err = e
-				}
-				return s
-			})
-			return out, err
-		}
-		return "", fmt.Errorf("cannot evaluate %s", js(v))
+		return "", false
 	}
 	env := map[string]string{}
 	for name, v := range vars {
-		s, err := eval(v)
+		s, err := r.String(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		env[name] = s
 	}
 	return env, nil
+}
+
+// TestStringPatternsRefuseWhatTheBinaryRefuses: the free-form parameters'
+// patterns turn away at deploy time what the processor would refuse at every
+// start, and accept its whole valid range.
+func TestStringPatternsRefuseWhatTheBinaryRefuses(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	params := map[string]samstack.Parameter{}
+	for _, p := range tmpl.Parameters() {
+		params[p.Name] = p
+	}
+	tests := []struct {
+		param, value string
+		ok           bool
+	}{
+		{"IdempotencyKey", "messageId", true},
+		{"IdempotencyKey", "body:/orderId", true},
+		{"IdempotencyKey", "body:/", true}, // the member named "" (RFC 6901)
+		{"IdempotencyKey", "body:/a~1b/~0c", true},
+		{"IdempotencyKey", "attribute:order id", true},
+		{"IdempotencyKey", "body:", false},
+		{"IdempotencyKey", "body:orderId", false},
+		{"IdempotencyKey", "body:/a~2", false},
+		{"IdempotencyKey", "body:/a~", false},
+		{"IdempotencyKey", "body:/~~01", false},
+		{"IdempotencyKey", "attribute:", false},
+		{"IdempotencyKey", "messageid", false},
+		{"KeyPrefix", "", true},
+		{"KeyPrefix", "orders-v2_!$%&'()*+,./:;<=>?@[]^`{|}~\\\"", true},
+		{"KeyPrefix", strings.Repeat("p", 128), true},
+		{"KeyPrefix", strings.Repeat("p", 129), false},
+		{"KeyPrefix", "a#b", false},
+		{"KeyPrefix", "a b", false},
+		{"KeyPrefix", "a\tb", false},
+		{"KeyPrefix", "commandé", false}, // not ASCII: 128 characters could exceed 128 bytes
+		{"KeyPrefix", "\u00a0", false},
+	}
+	for _, tt := range tests {
+		p, ok := params[tt.param]
+		if !ok {
+			t.Fatalf("no parameter %s", tt.param)
+		}
+		err := p.Check(tt.value)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s=%q: accepted %v, want %v (%v)", tt.param, tt.value, err == nil, tt.ok, err)
+		}
+		if !tt.ok {
+			continue
+		}
+		env := map[string]string{"IDEMPOTENCY_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "fn"}
+		env[map[string]string{"IdempotencyKey": "IDEMPOTENCY_KEY", "KeyPrefix": "KEY_PREFIX"}[tt.param]] = tt.value
+		if err := loaders[processorID](envconfig.Map(env)); err != nil {
+			t.Errorf("%s=%q: the template accepts it, the processor refuses it: %v", tt.param, tt.value, err)
+		}
+	}
 }

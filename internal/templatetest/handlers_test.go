@@ -271,7 +271,7 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 	}
 	b.settle(t, b.mainURL, replayed, resp)
 	if n := b.business.count(body); n != b.maxReceiveCount+1 {
-		t.Errorf("business ran %d times, want %d failures and 1 success", n, b.maxReceiveCount)
+		t.Errorf("business ran %d times, want %d: %d failures and 1 success", n, b.maxReceiveCount+1, b.maxReceiveCount)
 	}
 	if s := status(b.record(t, original)); s != "COMPLETED" {
 		t.Errorf("record of the original id is %q, want COMPLETED", s)

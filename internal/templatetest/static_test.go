@@ -3,12 +3,14 @@ package templatetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +34,11 @@ var loaders = map[string]func(envconfig.Lookup) error{
 	replayerID:  func(l envconfig.Lookup) error { _, err := replay.LoadConfig(l); return err },
 }
 
-func TestFunctionsAsSAMBuildsAndRunsThem(t *testing.T) {
+// TestFunctionRuntimeBuildAndLogging checks what each function is built and
+// run as: runtime, architecture, handler, the Makefile target sam build
+// calls, recursive loop permission, and JSON logging into a log group of the
+// stack.
+func TestFunctionRuntimeBuildAndLogging(t *testing.T) {
 	t.Parallel()
 	tmpl := translatedTemplate(t)
 	res := tmpl.Resources()
@@ -58,11 +64,12 @@ func TestFunctionsAsSAMBuildsAndRunsThem(t *testing.T) {
 			logging := asMap(p["LoggingConfig"])
 			check("LoggingConfig.LogFormat", logging["LogFormat"], "JSON")
 			check("LoggingConfig.ApplicationLogLevel", logging["ApplicationLogLevel"], ref("LogLevel"))
-			group, _ := function(logging["LogGroup"])
-			if group != "Ref" || res[asString(asMap(logging["LogGroup"])["Ref"])].Type != "AWS::Logs::LogGroup" {
+			// WARN would drop the START and REPORT lines (duration, memory).
+			check("LoggingConfig.SystemLogLevel", logging["SystemLogLevel"], "INFO")
+			kind, group, _ := samstack.Intrinsic(logging["LogGroup"])
+			if lg := res[asString(group)]; kind != "Ref" || lg.Type != "AWS::Logs::LogGroup" {
 				t.Errorf("LoggingConfig.LogGroup = %s, want a Ref to a log group of the stack", js(logging["LogGroup"]))
 			} else {
-				lg := res[asString(asMap(logging["LogGroup"])["Ref"])]
 				check("log group RetentionInDays", lg.Properties["RetentionInDays"], ref("LogRetentionInDays"))
 			}
 			// sam build runs `make build-<LogicalId>` with ARTIFACTS_DIR set.
@@ -158,10 +165,16 @@ func references(v any) []string {
 				case "Ref":
 					out = append(out, asString(arg))
 				case "Fn::GetAtt":
-					out = append(out, asString(asSlice(arg)[0]))
+					if ga := asSlice(arg); len(ga) > 0 {
+						out = append(out, asString(ga[0]))
+					} else {
+						// "Id.Attr", the form of a short !GetAtt.
+						id, _, _ := strings.Cut(asString(arg), ".")
+						out = append(out, id)
+					}
 				case "Fn::Sub":
 					s := asString(arg)
-					if l := asSlice(arg); l != nil {
+					if l := asSlice(arg); len(l) > 0 {
 						s = asString(l[0])
 						walk(l[1:])
 					}
@@ -169,7 +182,10 @@ func references(v any) []string {
 						out = append(out, m[1])
 					}
 				case "Fn::If":
-					walk(asSlice(arg)[1:])
+					// The first argument names a condition, not a resource.
+					if l := asSlice(arg); len(l) > 0 {
+						walk(l[1:])
+					}
 				default:
 					walk(arg)
 				}
@@ -223,41 +239,153 @@ func TestQueues(t *testing.T) {
 		t.Errorf("DLQ retention %v s is not longer than the main queue's maximum %v s", got, retentionMax)
 	}
 
-	// Visibility timeout at least six times the function timeout, for every
-	// allowed processor timeout, within SQS's 12-hour limit.
-	if !jsonEqual(main["VisibilityTimeout"], map[string]any{"Fn::FindInMap": []any{"ProcessorTimeouts", ref("ProcessorTimeout"), "VisibilityTimeout"}}) {
-		t.Fatalf("MainQueue.VisibilityTimeout = %s, want the ProcessorTimeouts mapping", js(main["VisibilityTimeout"]))
+	// Deleting the stack deletes the queues (their fixed names rule out
+	// Retain); the README says to drain them first.
+	for _, id := range []string{"MainQueue", "DeadLetterQueue", "OperatorQueue"} {
+		if r := res[id]; r.DeletionPolicy != "Delete" || r.UpdateReplacePolicy != "Delete" {
+			t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q; want Delete, explicitly", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
 	}
-	if !jsonEqual(res[processorID].Properties["Timeout"], ref("ProcessorTimeout")) {
-		t.Fatalf("ProcessorFunction.Timeout = %s, want Ref ProcessorTimeout", js(res[processorID].Properties["Timeout"]))
-	}
-	mapping := asMap(asMap(tmpl["Mappings"])["ProcessorTimeouts"])
-	var timeout samstack.Parameter
+}
+
+// TestVisibilityTimeouts: each queue's visibility timeout is at least six
+// times its consumer's timeout plus the batching window (AWS's guidance for
+// SQS event sources), and within SQS's 12 hours, for every allowed pair of
+// values, as CloudFormation would evaluate the template's own expressions.
+func TestVisibilityTimeouts(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	res := tmpl.Resources()
+	params := map[string]samstack.Parameter{}
 	for _, p := range tmpl.Parameters() {
-		if p.Name == "ProcessorTimeout" {
-			timeout = p
+		params[p.Name] = p
+	}
+	for _, tt := range []struct{ queue, fn string }{{"MainQueue", processorID}, {"DeadLetterQueue", replayerID}} {
+		t.Run(tt.queue, func(t *testing.T) {
+			t.Parallel()
+			esm, ok := eventSourceOf(res, tt.fn)
+			if !ok {
+				t.Fatalf("%s has no event source mapping", tt.fn)
+			}
+			exprs := map[string]any{
+				"visibility": res[tt.queue].Properties["VisibilityTimeout"],
+				"timeout":    res[tt.fn].Properties["Timeout"],
+				"window":     esm.Properties["MaximumBatchingWindowInSeconds"],
+			}
+			// Every value each expression's parameters allow; a literal
+			// has one.
+			axes := map[string][]string{}
+			for what, expr := range exprs {
+				for _, name := range references(expr) {
+					p, ok := params[name]
+					if !ok {
+						continue
+					}
+					if len(p.AllowedValues) == 0 {
+						t.Fatalf("%s of %s depends on %s, which has no AllowedValues: the mapping cannot cover it", what, tt.queue, name)
+					}
+					axes[name] = p.AllowedValues
+				}
+			}
+			combos := []map[string]string{{}}
+			for name, values := range axes {
+				var next []map[string]string
+				for _, c := range combos {
+					for _, v := range values {
+						n := maps.Clone(c)
+						n[name] = v
+						next = append(next, n)
+					}
+				}
+				combos = next
+			}
+			for _, c := range combos {
+				values, err := tmpl.ParameterValues(c)
+				if err != nil {
+					// A batch size above 10 needs a window: not this test's.
+					t.Fatalf("%v: %v", c, err)
+				}
+				r := samstack.NewResolver(tmpl, values)
+				got := map[string]float64{}
+				for what, expr := range exprs {
+					v, err := r.String(expr)
+					if err != nil {
+						t.Fatalf("%v: %s: %v", c, what, err)
+					}
+					if got[what], err = strconv.ParseFloat(v, 64); err != nil {
+						t.Fatalf("%v: %s = %q is not a number", c, what, v)
+					}
+				}
+				if least := 6*got["timeout"] + got["window"]; got["visibility"] < least || got["visibility"] > 43200 {
+					t.Errorf("%v: visibility %v s, want from 6 x %v + %v = %v s to 43200 s", c, got["visibility"], got["timeout"], got["window"], least)
+				}
+			}
+			t.Logf("%d combinations of %v", len(combos), slices.Sorted(maps.Keys(axes)))
+		})
+	}
+}
+
+// eventSourceOf returns the event source mapping of a function.
+func eventSourceOf(res map[string]samstack.Resource, fnID string) (samstack.Resource, bool) {
+	for _, r := range res {
+		if r.Type == "AWS::Lambda::EventSourceMapping" && jsonEqual(r.Properties["FunctionName"], ref(fnID)) {
+			return r, true
 		}
 	}
-	if len(timeout.AllowedValues) == 0 || len(mapping) != len(timeout.AllowedValues) {
-		t.Errorf("ProcessorTimeouts has %d entries for %d allowed timeouts", len(mapping), len(timeout.AllowedValues))
+	return samstack.Resource{}, false
+}
+
+// TestRetentionOutlastsRedrive: with the defaults (and samconfig.toml's
+// values, the same), a message that keeps failing reaches the DLQ before the
+// main queue's retention deletes it. CloudFormation cannot check this for
+// every value (no arithmetic in Rules); the parameter's description states it.
+func TestRetentionOutlastsRedrive(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	values, err := tmpl.ParameterValues(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, v := range timeout.AllowedValues {
-		vis, _ := asMap(mapping[v])["VisibilityTimeout"].(float64)
-		var secs float64
-		fmt.Sscan(v, &secs)
-		if vis < 6*secs || vis > 43200 {
-			t.Errorf("ProcessorTimeout %s: visibility %v, want from %v to 43200", v, vis, 6*secs)
+	r := samstack.NewResolver(tmpl, values)
+	main := tmpl.Resources()["MainQueue"].Properties
+	num := func(v any) float64 {
+		t.Helper()
+		s, err := r.String(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q is not a number", s)
+		}
+		return f
+	}
+	retention, visibility := num(main["MessageRetentionPeriod"]), num(main["VisibilityTimeout"])
+	receives := num(asMap(main["RedrivePolicy"])["maxReceiveCount"])
+	if retention <= receives*visibility {
+		t.Errorf("retention %v s <= %v receives x visibility %v s: a failing message expires before the DLQ", retention, receives, visibility)
+	}
+	var minRetention float64
+	for _, p := range tmpl.Parameters() {
+		if p.Name == "MessageRetentionPeriod" && p.MinValue != nil {
+			minRetention = *p.MinValue
 		}
 	}
-	replayerTimeout, _ := res[replayerID].Properties["Timeout"].(float64)
-	if vis, _ := dlq["VisibilityTimeout"].(float64); replayerTimeout == 0 || vis < 6*replayerTimeout {
-		t.Errorf("DLQ visibility %v s is less than six times the replayer's timeout %v s", vis, replayerTimeout)
+	// The floor alone covers the default redrive: 5 receives x 180 s.
+	if minRetention <= receives*visibility {
+		t.Errorf("MessageRetentionPeriod MinValue %v s does not even cover the default redrive (%v x %v s)", minRetention, receives, visibility)
 	}
 }
 
 func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
-	p := translatedTemplate(t).Resources()["IdempotencyTable"].Properties
+	table := translatedTemplate(t).Resources()["IdempotencyTable"]
+	// Its records are what makes a re-delivery a duplicate: neither deleting
+	// the stack nor an update that replaces the table may delete them.
+	if table.DeletionPolicy != "Retain" || table.UpdateReplacePolicy != "Retain" {
+		t.Errorf("DeletionPolicy %q, UpdateReplacePolicy %q; want Retain for both", table.DeletionPolicy, table.UpdateReplacePolicy)
+	}
+	p := table.Properties
 	for what, want := range map[string]any{
 		"BillingMode":                      "PAY_PER_REQUEST",
 		"KeySchema":                        []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}},
@@ -348,7 +476,14 @@ func TestLeastPrivilege(t *testing.T) {
 
 	for _, id := range []string{processorID, replayerID} {
 		t.Run(id, func(t *testing.T) {
-			role := res[asString(asSlice(asMap(res[id].Properties["Role"])["Fn::GetAtt"])[0])]
+			roleAtt := asSlice(asMap(res[id].Properties["Role"])["Fn::GetAtt"])
+			if len(roleAtt) != 2 || roleAtt[1] != "Arn" {
+				t.Fatalf("%s.Role = %s, want Fn::GetAtt of the role SAM generates", id, js(res[id].Properties["Role"]))
+			}
+			role := res[asString(roleAtt[0])]
+			if role.Type != "AWS::IAM::Role" {
+				t.Fatalf("%s.Role refers to %s, a %q, not an AWS::IAM::Role", id, roleAtt[0], role.Type)
+			}
 			managed := role.Properties["ManagedPolicyArns"]
 			wantManaged := []any{
 				"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
@@ -425,32 +560,124 @@ func resourceOf(v any) string {
 	return ""
 }
 
+// metric is one metric an alarm watches, with the stack resource its
+// dimension names.
+type metric struct{ Namespace, Name, Resource, Stat string }
+
+// alarmMetrics returns what an alarm watches, in either form: one metric, or
+// metric math over several (then expr is the expression it alarms on).
+func alarmMetrics(p map[string]any) (metrics []metric, expr string) {
+	target := func(dims any) string {
+		d := asSlice(dims)
+		if len(d) != 1 {
+			return fmt.Sprintf("%d dimensions", len(d))
+		}
+		v := asMap(asMap(d[0])["Value"])
+		if ga := asSlice(v["Fn::GetAtt"]); len(ga) == 2 {
+			return asString(ga[0])
+		}
+		return asString(v["Ref"])
+	}
+	if p["Metrics"] == nil {
+		return []metric{{asString(p["Namespace"]), asString(p["MetricName"]), target(p["Dimensions"]), asString(p["Statistic"])}}, ""
+	}
+	for _, q := range asSlice(p["Metrics"]) {
+		q := asMap(q)
+		if stat := asMap(q["MetricStat"]); stat != nil {
+			m := asMap(stat["Metric"])
+			metrics = append(metrics, metric{asString(m["Namespace"]), asString(m["MetricName"]), target(m["Dimensions"]), asString(stat["Stat"])})
+		}
+		if q["ReturnData"] == true {
+			expr = asString(q["Expression"])
+		}
+	}
+	return metrics, expr
+}
+
 func TestAlarms(t *testing.T) {
 	t.Parallel()
 	tmpl := translatedTemplate(t)
 	res := tmpl.Resources()
-	alarms := map[string]string{}
-	for id, r := range res {
-		if r.Type != "AWS::CloudWatch::Alarm" {
+	depth := []metric{
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", "", "Maximum"},
+		{"AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "", "Maximum"},
+	}
+	on := func(ms []metric, resource string) []metric {
+		out := slices.Clone(ms)
+		for i := range out {
+			out[i].Resource = resource
+		}
+		return out
+	}
+	tests := []struct {
+		id        string
+		metrics   []metric
+		threshold any
+		periods   float64 // evaluation periods of 60 s
+		why       string
+	}{
+		// A message opened in the console is in flight, not resolved.
+		{"OperatorQueueNotEmptyAlarm", on(depth, "OperatorQueue"), 0.0, 1, "any message on the operator queue, visible or in flight"},
+		// SQS leaves a message received 3 times or more out of the age
+		// metric; depth sees it.
+		{"DeadLetterQueueNotEmptyAlarm", on(depth, "DeadLetterQueue"), 0.0, 15, "a DLQ not drained for 15 minutes"},
+		{"DeadLetterAgeAlarm", []metric{{"AWS/SQS", "ApproximateAgeOfOldestMessage", "DeadLetterQueue", "Maximum"}}, ref("DlqAgeAlarmThreshold"), 1, "a dead letter older than the threshold"},
+		{"ProcessorErrorsAlarm", []metric{{"AWS/Lambda", "Errors", processorID, "Sum"}}, 0.0, 1, "any failed processor invocation"},
+		{"DlqReplayerErrorsAlarm", []metric{{"AWS/Lambda", "Errors", replayerID, "Sum"}}, 0.0, 1, "any failed replayer invocation"},
+	}
+	alarms := 0
+	for _, r := range res {
+		if r.Type == "AWS::CloudWatch::Alarm" {
+			alarms++
+		}
+	}
+	if alarms != len(tests) {
+		t.Errorf("%d alarms, this test knows %d: extend it", alarms, len(tests))
+	}
+	for _, tt := range tests {
+		r, ok := res[tt.id]
+		if !ok || r.Type != "AWS::CloudWatch::Alarm" {
+			t.Errorf("no alarm %s (%s)", tt.id, tt.why)
 			continue
 		}
 		p := r.Properties
-		queue := asString(asSlice(asMap(asMap(asSlice(p["Dimensions"])[0])["Value"])["Fn::GetAtt"])[0])
-		alarms[queue+" "+asString(p["MetricName"])] = id
-		if !jsonEqual(p["AlarmActions"], []any{ref("AlarmTopic")}) || p["Namespace"] != "AWS/SQS" || p["ComparisonOperator"] != "GreaterThanThreshold" {
-			t.Errorf("%s = %s", id, js(p))
+		metrics, expr := alarmMetrics(p)
+		if !slices.Equal(metrics, tt.metrics) {
+			t.Errorf("%s watches %+v, want %+v (%s)", tt.id, metrics, tt.metrics, tt.why)
 		}
-	}
-	for _, want := range []string{"OperatorQueue ApproximateNumberOfMessagesVisible", "DeadLetterQueue ApproximateAgeOfOldestMessage"} {
-		if _, ok := alarms[want]; !ok {
-			t.Errorf("no alarm on %s; alarms: %v", want, alarms)
+		if len(metrics) > 1 {
+			// The expression adds up every metric it fetches.
+			var ids []string
+			for _, q := range asSlice(p["Metrics"]) {
+				if asMap(q)["MetricStat"] != nil {
+					ids = append(ids, asString(asMap(q)["Id"]))
+				}
+			}
+			if terms := strings.Split(strings.ReplaceAll(expr, " ", ""), "+"); !slices.Equal(slices.Sorted(slices.Values(terms)), slices.Sorted(slices.Values(ids))) {
+				t.Errorf("%s alarms on %q, want the sum of %v", tt.id, expr, ids)
+			}
+			for _, q := range asSlice(p["Metrics"]) {
+				if stat := asMap(asMap(q)["MetricStat"]); stat != nil && stat["Period"] != 60.0 {
+					t.Errorf("%s: metric period %v, want 60", tt.id, stat["Period"])
+				}
+			}
+		} else if p["Period"] != 60.0 {
+			t.Errorf("%s: period %v, want 60", tt.id, p["Period"])
 		}
-	}
-	if id := alarms["OperatorQueue ApproximateNumberOfMessagesVisible"]; id != "" && res[id].Properties["Threshold"] != 0.0 {
-		t.Errorf("operator alarm threshold %v, want 0 (any message)", res[id].Properties["Threshold"])
-	}
-	if id := alarms["DeadLetterQueue ApproximateAgeOfOldestMessage"]; id != "" && !jsonEqual(res[id].Properties["Threshold"], ref("DlqAgeAlarmThreshold")) {
-		t.Errorf("DLQ age alarm threshold %s, want Ref DlqAgeAlarmThreshold", js(res[id].Properties["Threshold"]))
+		if p["EvaluationPeriods"] != tt.periods || (p["DatapointsToAlarm"] != nil && p["DatapointsToAlarm"] != tt.periods) {
+			t.Errorf("%s: %v of %v periods, want %v of %v", tt.id, p["DatapointsToAlarm"], p["EvaluationPeriods"], tt.periods, tt.periods)
+		}
+		if !jsonEqual(p["Threshold"], tt.threshold) || p["ComparisonOperator"] != "GreaterThanThreshold" || p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s: %v %s, missing data %v; want GreaterThanThreshold %s, notBreaching", tt.id, p["ComparisonOperator"], js(p["Threshold"]), p["TreatMissingData"], js(tt.threshold))
+		}
+		for _, key := range []string{"AlarmActions", "OKActions"} {
+			if !jsonEqual(p[key], []any{ref("AlarmTopic")}) {
+				t.Errorf("%s.%s = %s, want the AlarmTopic", tt.id, key, js(p[key]))
+			}
+		}
+		if asString(p["AlarmDescription"]) == "" {
+			t.Errorf("%s has no AlarmDescription", tt.id)
+		}
 	}
 
 	sub := res["AlarmEmailSubscription"]
@@ -598,17 +825,6 @@ func ref(name string) map[string]any { return map[string]any{"Ref": name} }
 
 func getAtt(id, attr string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, attr}} }
 
-func function(v any) (string, any) {
-	m := asMap(v)
-	if len(m) != 1 {
-		return "", nil
-	}
-	for k, a := range m {
-		return k, a
-	}
-	return "", nil
-}
-
 func stringsOf(v any) []string {
 	if s, ok := v.(string); ok {
 		return []string{s}
@@ -620,9 +836,12 @@ func stringsOf(v any) []string {
 	return out
 }
 
-func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
-func asSlice(v any) []any        { s, _ := v.([]any); return s }
-func asString(v any) string      { s, _ := v.(string); return s }
+// Shorthands for samstack's accessors of a decoded template.
+var (
+	asMap    = samstack.AsMap
+	asSlice  = samstack.AsSlice
+	asString = samstack.AsString
+)
 
 func js(v any) string {
 	b, _ := json.Marshal(v)
