@@ -23,11 +23,13 @@ const (
 	StatusCompleted  Status = "COMPLETED"
 )
 
-// Attribute names of a record. The table's partition key is attrID (S) and
-// its TTL attribute attrExpiresAt.
+// Attribute names of a record. The table's partition key is AttrID (S) and
+// its TTL attribute attrExpiresAt. AttrID and AttrStatus are exported for
+// readers outside the lock protocol (the demo's check of a deployed stack),
+// so they never hard-code the schema.
 const (
-	attrID            = "id"
-	attrStatus        = "status"
+	AttrID            = "id"
+	AttrStatus        = "status"
 	attrLockExpiresAt = "lockExpiresAt" // epoch milliseconds
 	attrExpiresAt     = "expiresAt"     // epoch seconds, the TTL attribute
 	attrOwner         = "owner"
@@ -69,7 +71,11 @@ type Lease struct {
 	TookOver bool
 }
 
-func (s *Store) recordID(key string) string { return s.prefix + "#" + key }
+// RecordID is the partition key of key's record under prefix: the id a
+// reader of the table looks up.
+func RecordID(prefix, key string) string { return prefix + "#" + key }
+
+func (s *Store) recordID(key string) string { return RecordID(s.prefix, key) }
 
 // Acquire takes the lock on key until lockUntil, in one conditional PutItem. It
 // succeeds when the key is absent, when its PROCESSING lock has expired, or
@@ -85,8 +91,8 @@ func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Tim
 	out, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
-			attrID:            &types.AttributeValueMemberS{Value: s.recordID(key)},
-			attrStatus:        &types.AttributeValueMemberS{Value: string(StatusProcessing)},
+			AttrID:            &types.AttributeValueMemberS{Value: s.recordID(key)},
+			AttrStatus:        &types.AttributeValueMemberS{Value: string(StatusProcessing)},
 			attrLockExpiresAt: millis(lockUntil),
 			// An abandoned lock is garbage once it can be taken over.
 			attrExpiresAt: ttlSeconds(lockUntil),
@@ -111,12 +117,12 @@ func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Tim
 
 // acquireExpression is the condition under which a new lock may be written.
 func acquireExpression(now time.Time) (expression.Expression, error) {
-	absent := expression.AttributeNotExists(expression.Name(attrID))
-	lockExpired := expression.Name(attrStatus).Equal(expression.Value(string(StatusProcessing))).
+	absent := expression.AttributeNotExists(expression.Name(AttrID))
+	lockExpired := expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))).
 		And(expression.Name(attrLockExpiresAt).LessThan(expression.Value(now.UnixMilli())))
 	// TTL deletes expired items late, up to days after expiresAt, so an
 	// expired completion must count as absent.
-	windowEnded := expression.Name(attrStatus).Equal(expression.Value(string(StatusCompleted))).
+	windowEnded := expression.Name(AttrStatus).Equal(expression.Value(string(StatusCompleted))).
 		And(expression.Name(attrExpiresAt).LessThan(expression.Value(now.Unix())))
 	return expression.NewBuilder().
 		WithCondition(absent.Or(lockExpired, windowEnded)).
@@ -125,7 +131,7 @@ func acquireExpression(now time.Time) (expression.Expression, error) {
 
 // heldError explains a refused acquisition from the item that blocked it.
 func heldError(key string, item map[string]types.AttributeValue) error {
-	status := Status(stringAttr(item, attrStatus))
+	status := Status(stringAttr(item, AttrStatus))
 	switch status {
 	case StatusCompleted:
 		return &HeldError{Key: key, Status: status, Until: time.Unix(numberAttr(item, attrExpiresAt), 0)}
@@ -141,7 +147,7 @@ func heldError(key string, item map[string]types.AttributeValue) error {
 // ErrLockLost if another holder has taken the key over since, so a slow holder
 // never overwrites the record of the one that replaced it.
 func (s *Store) Complete(ctx context.Context, lease Lease, now time.Time, window time.Duration) error {
-	update := expression.Set(expression.Name(attrStatus), expression.Value(string(StatusCompleted))).
+	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusCompleted))).
 		Set(expression.Name(attrExpiresAt), expression.Value(now.Add(window).Unix())).
 		Remove(expression.Name(attrLockExpiresAt))
 	expr, err := expression.NewBuilder().WithCondition(ownedBy(lease.Owner)).WithUpdate(update).Build()
@@ -192,7 +198,7 @@ func (s *Store) ownedCallError(op, key string, err error) error {
 }
 
 func (s *Store) keyAttr(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: s.recordID(key)}}
+	return map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: s.recordID(key)}}
 }
 
 func millis(t time.Time) types.AttributeValue {

@@ -98,7 +98,7 @@ func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
 	if a, ok := msg.MessageAttributes[sqsmsg.AttrReplayCount]; ok && a.StringValue != nil {
 		e.ReplayCount = *a.StringValue
 	}
-	if _, err := b.ledger.Append(e); err != nil {
+	if err := b.ledger.Append(ctx, e); err != nil {
 		return err
 	}
 	if crash {

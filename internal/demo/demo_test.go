@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/localesm"
+	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
@@ -19,8 +24,9 @@ import (
 
 func TestMain(m *testing.M) { mototest.Main(m) }
 
-// The demo tests run one after another: the runner points slog's default
-// logger at its run's log file, as a Lambda's process would.
+// The demo tests run one after another, not in parallel: each drives a whole
+// pipeline with 1 s function timeouts, and on a 2-core machine two at once
+// would make them time out for the machine's sake, not the code's.
 
 // baseFlags run the demo on the test's moto_server with the repository's
 // template.
@@ -63,8 +69,12 @@ func TestDemoInvariants(t *testing.T) {
 	if se := s.SideEffects; se.ExactlyOnce+se.InWindow != 77 || se.None != 3 || se.Multiple != se.InWindow {
 		t.Errorf("side effects %+v, want 77 keys once (or inside the window) and 3 none", se)
 	}
-	if s.DuplicatesSuppressed != wl.ExtraCopies || s.Processed != 77 {
-		t.Errorf("processed %d, suppressed %d; want 77 and every extra copy (%d)", s.Processed, s.DuplicatesSuppressed, wl.ExtraCopies)
+	// Every message sent ends exactly one way. The split between processed
+	// and suppressed is not fixed: on a loaded machine an invocation can time
+	// out, and the redelivery of a copy may then run inside the window.
+	if s.Processed+s.DuplicatesSuppressed+s.Operator.Total != s.Sent || s.Processed < 77 {
+		t.Errorf("processed %d + suppressed %d + at operator %d != sent %d (or fewer than 77 processed)",
+			s.Processed, s.DuplicatesSuppressed, s.Operator.Total, s.Sent)
 	}
 	if s.Operator.Total != 3 || s.Operator.ByReason["max-attempts"] != 2 || s.Operator.ByReason["permanent-error"] != 1 {
 		t.Errorf("operator %+v", s.Operator)
@@ -72,9 +82,10 @@ func TestDemoInvariants(t *testing.T) {
 	// With maxReceiveCount 3, the poison keys and the transient key that fails
 	// 3 times go through the DLQ (the other fails twice and succeeds on its
 	// third receive); with MaxAttempts 1 each is replayed once, and the
-	// transient one succeeds on its replay.
-	if s.Replays.Total != 3 || s.Replays.Rescued != 1 || len(s.Replays.ByAttempt) != 1 || s.Replays.ByAttempt[0].CeilingSeconds != 2 {
-		t.Errorf("replays %+v", s.Replays)
+	// transient one succeeds on its replay. A timeout on a loaded machine can
+	// send more messages through the DLQ, never fewer.
+	if s.Replays.Total < 3 || s.Replays.Rescued < 1 || len(s.Replays.ByAttempt) != 1 || s.Replays.ByAttempt[0].CeilingSeconds != 2 {
+		t.Errorf("replays %+v, want at least 3, all first replays with a 2 s ceiling", s.Replays)
 	}
 	for _, d := range s.Replays.ByAttempt[0].Delays {
 		if d < 0 || d > 2 {
@@ -121,8 +132,8 @@ func TestDemoCrashIsReportedAsTheDocumentedWindow(t *testing.T) {
 	for _, k := range s.Window.Keys {
 		if k.Injected {
 			injected++
-			if k.SideEffects != 2 || len(k.AbandonedRequests) != 1 {
-				t.Errorf("window key %+v: want 2 side effects, one from the abandoned invocation", k)
+			if k.SideEffects != 2 || len(k.Causes) != 1 || !strings.Contains(k.Causes[0].Cause, "crash injected") {
+				t.Errorf("window key %+v: want 2 side effects, the first from the crashed invocation", k)
 			}
 		}
 	}
@@ -150,9 +161,11 @@ func TestDemoFailsWhenMessagesAreMissing(t *testing.T) {
 }
 
 // TestStackMode deploys the stack, runs the real processor and replayer on it
-// as its Lambdas would (behind local event source mappings, with the shipped
-// kind of business handler: log and succeed), and checks it with -stack, which
-// finds everything from the stack's outputs and functions.
+// as its Lambdas would (behind local event source mappings configured from
+// the stack's own mappings, with the shipped kind of business handler: log
+// and succeed), and checks it with -stack, which finds everything from the
+// stack's outputs and functions. Another producer's message waits in the
+// operator queue: the run must count it and leave it there.
 func TestStackMode(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -161,25 +174,48 @@ func TestStackMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := mototest.Name("sqs-once-stack")
-	p, err := deployPipeline(ctx, awsCfg, opts, stack)
+	api := sqs.NewFromConfig(awsCfg)
+	info, err := deployLocal(ctx, awsCfg, api, opts, mototest.Name("sqs-once-stack"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var handled sync.Map
+	if _, err := api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(info.opURL), MessageBody: aws.String(`{"from":"another producer"}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	handled := map[string]int{}
 	business := func(_ context.Context, msg events.SQSMessage) error {
-		handled.Store(msg.MessageId, true)
+		b, err := ParseBody(msg.Body)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		handled[b.OrderID]++
+		mu.Unlock()
 		return nil
 	}
-	procH := processor.NewHandler(p.processorCfg, awsCfg, business)
-	repH := replay.NewHandler(p.replayCfg, awsCfg)
+	quiet := slog.New(slog.DiscardHandler)
+	procH := processor.New(info.processorCfg, processor.Deps{
+		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), SQS: api, Business: business, Logger: quiet,
+	})
+	repH := replay.NewHandler(info.replayCfg, awsCfg)
+	procESM := esmConfig(info.processor, info.processorESM, info.mainURL, 2)
+	repESM := esmConfig(info.replayer, info.replayerESM, info.dlqURL, 2)
+	if !procESM.ReportBatchItemFailures || !repESM.ReportBatchItemFailures || procESM.Timeout != time.Second {
+		t.Fatalf("mappings not taken from the stack: %+v %+v", procESM, repESM)
+	}
 	var wg sync.WaitGroup
 	for _, m := range []struct {
-		url string
+		cfg localesm.Config
 		h   localesm.Handler
-	}{{p.mainURL, procH.Handle}, {p.dlqURL, repH.Handle}} {
-		esm, err := localesm.New(p.sqs, localesm.Config{QueueURL: m.url, Pollers: 2, Timeout: 5 * time.Second}, m.h)
+	}{{procESM, procH.Handle}, {repESM, repH.Handle}} {
+		m.cfg.Logger = quiet
+		esm, err := localesm.New(api, m.cfg, m.h)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := esm.Check(ctx); err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { _ = esm.Run(ctx) })
@@ -187,18 +223,28 @@ func TestStackMode(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 
-	s, code, report := runMain(t, []string{"-stack", stack, "-endpoint", mototest.URL(t), "-n", "40", "-poison", "2", "-json"})
+	s, code, report := runMain(t, []string{"-stack", info.name, "-endpoint", mototest.URL(t), "-n", "40", "-poison", "2", "-json"})
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
 	}
-	if s.Mode != "stack" || s.Lost != 0 || s.Processed != 40-2 || s.Operator.ByReason["max-attempts"] != 2 {
+	if s.Mode != "stack" || s.Lost != 0 || s.Processed != 40-2 || s.Operator.ByReason["max-attempts"] != 2 || s.Operator.Total != 2 {
 		t.Errorf("mode %s lost %d completed keys %d operator %+v", s.Mode, s.Lost, s.Processed, s.Operator)
 	}
+	// The completed records the run read are the handler's own work: every
+	// processable key ran, the poison ones (sent without orderId) never did.
+	mu.Lock()
+	if len(handled) != 40-2 || handled[""] != 0 {
+		t.Errorf("business handler ran for %d keys (%v), want the 38 processable ones", len(handled), handled)
+	}
+	mu.Unlock()
 	if s.Workload.Transient != 0 || s.Workload.Permanent != 0 {
 		t.Errorf("stack workload %+v: transient and permanent keys need the demo's handler", s.Workload)
 	}
 	if len(s.NotChecked) == 0 || !strings.Contains(report, "not checked") {
 		t.Errorf("the report must say what -stack cannot check:\n%s", report)
+	}
+	if n, err := queueDepth(ctx, api, info.opURL); s.Foreign != 1 || err != nil || n != 1 {
+		t.Errorf("other producer's message: counted %d, operator queue holds %d (%v); want it counted once and left there", s.Foreign, n, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,10 +32,11 @@ type Entry struct {
 // before the business handler returns. The report is computed from the file,
 // not from memory, so what it states is what was durably recorded.
 type Ledger struct {
-	mu   sync.Mutex
-	f    *os.File
-	seq  int
-	path string
+	mu     sync.Mutex
+	f      *os.File
+	seq    int
+	path   string
+	closed bool
 }
 
 // OpenLedger creates (or truncates) the ledger file at path.
@@ -49,24 +51,30 @@ func OpenLedger(path string) (*Ledger, error) {
 // Path is the ledger's file.
 func (l *Ledger) Path() string { return l.path }
 
-// Append records a side effect; a write error fails the business handler, so
-// an unrecorded side effect is never reported as done.
-func (l *Ledger) Append(e Entry) (Entry, error) {
+// Append records a side effect, numbered and timed; a write error fails the
+// business handler, so an unrecorded side effect is never reported as done.
+//
+// It refuses once ctx is done: in Lambda nothing of an invocation runs past
+// its timeout, but a handler abandoned by localesm is only left running. The
+// check and the timestamp are taken under one lock, so no entry is dated
+// after the deadline of the invocation that made it.
+func (l *Ledger) Append(ctx context.Context, e Entry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("no side effect: %w", err)
+	}
 	l.seq++
 	e.Seq = l.seq
-	if e.At.IsZero() {
-		e.At = time.Now().UTC()
-	}
+	e.At = time.Now().UTC()
 	line, err := json.Marshal(e)
 	if err != nil {
-		return e, err
+		return err
 	}
 	if _, err := l.f.Write(append(line, '\n')); err != nil {
-		return e, fmt.Errorf("append to ledger: %w", err)
+		return fmt.Errorf("append to ledger: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // Count is the number of entries appended so far.
@@ -76,8 +84,17 @@ func (l *Ledger) Count() int {
 	return l.seq
 }
 
-// Close closes the file.
-func (l *Ledger) Close() error { return l.f.Close() }
+// Close closes the file; closing a closed ledger does nothing, so a deferred
+// Close can back up the one that reports errors.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.f.Close()
+}
 
 // ReadLedger reads every entry of a ledger file.
 func ReadLedger(path string) ([]Entry, error) {

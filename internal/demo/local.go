@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/localesm"
 	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/processor"
@@ -30,10 +29,20 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// Logical ids of the template's resources the runner wires together.
 const (
-	processorFunction = "ProcessorFunction"
-	replayerFunction  = "DlqReplayerFunction"
+	// The producer sends sendChunk messages at a time (senders batches side
+	// by side) while fewer than maxBacklog of its messages are unresolved:
+	// a steady rate rather than one burst, which also keeps moto_server's
+	// per-receive scan of the queue short.
+	sendChunk  = 40
+	maxBacklog = 60
+	// The late re-sends start when this share of the first wave has reached
+	// an end, or this long after it was sent.
+	lateWaveShare   = 0.8
+	lateWaveMaxWait = 10 * time.Second
+	// operatorTimeout is the demo operator's "function" timeout, within the
+	// operator queue's default visibility timeout.
+	operatorTimeout = 5 * time.Second
 )
 
 // Run runs the workload, locally or against opts.Stack, and returns the
@@ -79,10 +88,15 @@ func demoParameters(opts Options) map[string]string {
 		"IdempotencyKey":   "body:/orderId",
 		"ProcessorTimeout": strconv.Itoa(int(demoFunctionTimeout / time.Second)),
 		"LockTimeout":      strconv.Itoa(int(demoLockTimeout / time.Second)),
-		"BackoffBase":      strconv.Itoa(demoBackoffBase),
-		"BackoffRate":      strconv.Itoa(demoBackoffRate),
-		"MaxDelay":         strconv.Itoa(demoMaxDelay),
-		"Jitter":           "full",
+		// moto_server answers one write at a time (and the demo serialises
+		// its conditional writes on purpose), so an invocation's time grows
+		// with its batch: 5 records keep it well inside the 1 s timeout on a
+		// busy 2-core machine, where 10 came within a few milliseconds of it.
+		"ProcessorBatchSize": strconv.Itoa(demoBatchSize),
+		"BackoffBase":        strconv.Itoa(demoBackoffBase),
+		"BackoffRate":        strconv.Itoa(demoBackoffRate),
+		"MaxDelay":           strconv.Itoa(demoMaxDelay),
+		"Jitter":             "full",
 	}
 	if opts.MaxReceiveCount > 0 {
 		p["MaxReceiveCount"] = strconv.Itoa(opts.MaxReceiveCount)
@@ -91,19 +105,6 @@ func demoParameters(opts Options) map[string]string {
 		p["MaxAttempts"] = strconv.Itoa(opts.MaxAttempts)
 	}
 	return p
-}
-
-// pipeline is a deployed stack with its handlers behind local event source
-// mappings.
-type pipeline struct {
-	sqs                    *sqs.Client
-	mainURL, dlqURL, opURL string
-	processor, replayer    samstack.Function
-	maxReceiveCount        int
-	replayCfg              replay.Config
-	processorCfg           processor.Config
-	adaptations            []string
-	visibility             int
 }
 
 func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary, error) {
@@ -122,26 +123,13 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	if opts.Verbose {
 		logOut = io.MultiWriter(logFile, progressOut)
 	}
-	// The handlers log through slog's default logger, as they do in Lambda.
-	prevLogger := slog.Default()
-	slog.SetDefault(newFunctionLogger(logOut))
-	defer slog.SetDefault(prevLogger)
-
-	endpoint := opts.Endpoint
-	if endpoint == "" {
-		fmt.Fprintln(progressOut, "starting moto_server...")
-		srv, err := motoserver.Start(ctx)
-		if err != nil {
-			return Summary{}, err
-		}
-		defer srv.Stop()
-		// Anything that reads the environment (the SDK's defaults, a
-		// subprocess) now reaches only this server, with dummy credentials.
-		if err := srv.SetProcessEnv(); err != nil {
-			return Summary{}, err
-		}
-		endpoint = srv.URL
+	endpoint, stop, err := localEndpoint(ctx, opts, progressOut)
+	if err != nil {
+		return Summary{}, err
 	}
+	// execute returns only once nothing polls the server any more, so
+	// stopping it then strands no goroutine.
+	defer stop()
 	awsCfg, err := localAWSConfig(ctx, endpoint)
 	if err != nil {
 		return Summary{}, err
@@ -150,17 +138,12 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	runID := newRunID()
 	stackName := "sqs-once-demo-" + runID
 	fmt.Fprintf(progressOut, "creating stack %s from %s on %s...\n", stackName, opts.Template, endpoint)
-	p, err := deployPipeline(ctx, awsCfg, opts, stackName)
+	api := sqs.NewFromConfig(awsCfg)
+	info, err := deployLocal(ctx, awsCfg, api, opts, stackName)
 	if err != nil {
 		return Summary{}, err
 	}
-	return runPipeline(ctx, opts, awsCfg, p, runID, dir, logPath, start, progressOut)
-}
-
-// runPipeline runs the workload through a deployed pipeline and evaluates it.
-func runPipeline(ctx context.Context, opts Options, awsCfg aws.Config, p *pipeline, runID, dir, logPath string,
-	start time.Time, progressOut io.Writer) (Summary, error) {
-	w, err := NewWorkload(opts.spec(p.maxReceiveCount), opts.Seed, runID)
+	w, err := NewWorkload(opts.spec(info.maxReceiveCount), opts.Seed, runID)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -169,278 +152,306 @@ func runPipeline(ctx context.Context, opts Options, awsCfg aws.Config, p *pipeli
 		return Summary{}, err
 	}
 	defer ledger.Close()
-	biz := NewBusiness(ledger, w)
-	defer biz.Release()
-	tracker := NewTracker()
+	r := &localRun{
+		opts: opts, info: info, api: api, w: w, tracker: NewTracker(), ledger: ledger, biz: NewBusiness(ledger, w),
+		fnLog: newFunctionLogger(logOut), logPath: logPath, start: start,
+		producer: &producer{
+			api: api, url: info.mainURL, w: w, keys: w.KeyIndex(),
+			body:  func(s Send, k Key) string { return w.Body(s, k.Kind, false) },
+			attrs: func(Send) map[string]string { return nil },
+		},
+	}
+	mappings, err := r.mappings(awsCfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	return r.execute(ctx, mappings, progressOut)
+}
 
-	// The processor exactly as cmd/processor builds it, except that moto's
-	// conditional writes are made atomic, as DynamoDB's are: moto checks a
-	// condition and writes without a lock between the two, and this demo races
-	// duplicates against each other on purpose.
-	procHandler := processor.New(p.processorCfg, processor.Deps{
-		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)),
-		SQS:      sqs.NewFromConfig(awsCfg),
-		Business: biz.Handle,
-	})
-	replayHandler := replay.NewHandler(p.replayCfg, observeReplays(awsCfg, p.replayCfg.MainQueueURL, tracker.Replayed))
-	fnLog := slog.Default()
-	mappings := []struct {
+// localEndpoint is -endpoint, or a moto_server started for this run with
+// stop to end it.
+func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (endpoint string, stop func(), err error) {
+	if opts.Endpoint != "" {
+		return opts.Endpoint, func() {}, nil
+	}
+	fmt.Fprintln(progressOut, "starting moto_server...")
+	srv, err := motoserver.Start(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	// Anything that reads the environment (the SDK's defaults, the SAM
+	// translator's subprocess) now reaches only this server, with dummy
+	// credentials.
+	if err := srv.SetProcessEnv(); err != nil {
+		srv.Stop()
+		return "", nil, err
+	}
+	return srv.URL, func() { srv.Stop() }, nil
+}
+
+// deployLocal creates the stack from the template, shortens the main queue's
+// visibility timeout for the demo, and reads the stack back.
+func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts Options, stackName string) (*stackInfo, error) {
+	st, err := samstack.Deploy(ctx, awsCfg, stackName, opts.Template, demoParameters(opts))
+	if err != nil {
+		return nil, fmt.Errorf("create the stack from %s: %w", opts.Template, err)
+	}
+	mainURL, err := st.Output("MainQueueUrl")
+	if err != nil {
+		return nil, err
+	}
+	// The template ties the main queue's visibility timeout to six times the
+	// processor's timeout plus the batching window (AWS's advice); a failed
+	// message would take that long per receive to reach the DLQ. The DLQ
+	// keeps the template's: its consumer, the replayer, rarely fails.
+	if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(mainURL),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(opts.Visibility / time.Second))},
+	}); err != nil {
+		return nil, fmt.Errorf("set the demo visibility timeout on %s: %w", mainURL, err)
+	}
+	return loadStack(ctx, api, st)
+}
+
+// localRun is one run of the workload through a local stack.
+type localRun struct {
+	opts     Options
+	info     *stackInfo
+	api      queueAPI
+	w        Workload
+	producer *producer
+	tracker  *Tracker
+	ledger   *Ledger
+	biz      *Business
+	fnLog    *slog.Logger
+	logPath  string
+	start    time.Time
+}
+
+// newReplayer builds the replayer's handler as cmd/dlq-replayer does, with
+// its SQS client observed and its log lines in the run's function log.
+func (r *localRun) newReplayer(awsCfg aws.Config) *replay.Handler {
+	cfg := observeReplays(awsCfg, r.info.mainURL, r.tracker.Replayed)
+	return replay.New(r.info.replayCfg, replay.Deps{SQS: sqs.NewFromConfig(cfg), Logger: r.fnLog})
+}
+
+// mappings builds the three local event source mappings, none polling yet:
+// the processor on the main queue, the replayer on the DLQ, and the demo's
+// operator on the operator queue. execute checks them all before starting
+// any, so a bad one stops the run with nothing half started.
+func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
+	info := r.info
+	// The processor as cmd/processor builds it, with the demo's business
+	// handler, and a DynamoDB client whose conditional writes are atomic, as
+	// DynamoDB's are (moto checks a condition and writes without a lock
+	// between the two, and this demo races duplicates on purpose), and whose
+	// completion writes are reported to the Tracker.
+	ddb := newCompletionObserver(motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
+	proc := processor.New(info.processorCfg, processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Business: r.biz.Handle, Logger: r.fnLog})
+
+	procCfg := esmConfig(info.processor, info.processorESM, info.mainURL, r.opts.Concurrency)
+	procCfg.OnInvoke, procCfg.Logger = r.tracker.MainInvocation, r.fnLog
+	repCfg := esmConfig(info.replayer, info.replayerESM, info.dlqURL, 2)
+	repCfg.OnInvoke, repCfg.Logger = r.tracker.DeadLetterInvocation, r.fnLog
+	opCfg := localesm.Config{QueueURL: info.opURL, FunctionName: "operator", Pollers: 1, Timeout: operatorTimeout, Logger: r.fnLog}
+
+	var out []*localesm.Mapping
+	for _, m := range []struct {
 		cfg localesm.Config
 		h   localesm.Handler
 	}{
-		{localesm.Config{
-			QueueURL: p.mainURL, FunctionName: p.processor.Name, Pollers: opts.Concurrency, Timeout: p.processor.Timeout,
-			OnInvoke: tracker.MainInvocation, Logger: fnLog,
-		}, procHandler.Handle},
-		{localesm.Config{
-			QueueURL: p.dlqURL, FunctionName: p.replayer.Name, Pollers: 2, Timeout: p.replayer.Timeout,
-			OnInvoke: tracker.DeadLetterInvocation, Logger: fnLog,
-		}, replayHandler.Handle},
-		{localesm.Config{
-			QueueURL: p.opURL, FunctionName: "operator", Pollers: 1, Timeout: 30 * time.Second, Logger: fnLog,
-		}, operatorHandler(tracker, w, nil)},
+		{procCfg, proc.Handle},
+		{repCfg, r.newReplayer(awsCfg).Handle},
+		{opCfg, operatorHandler(r.tracker, r.w)},
+	} {
+		esm, err := localesm.New(r.api, m.cfg, m.h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, esm)
 	}
-	applyEventSource(&mappings[0].cfg, p.processor)
-	applyEventSource(&mappings[1].cfg, p.replayer)
+	return out, nil
+}
 
+// execute checks and starts the mappings, drives the workload through them,
+// stops them and evaluates the run. It returns only once every mapping, and
+// every invocation they started, has stopped.
+func (r *localRun) execute(ctx context.Context, mappings []*localesm.Mapping, progressOut io.Writer) (Summary, error) {
+	for _, m := range mappings {
+		if err := m.Check(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
 	var running sync.WaitGroup
 	runErrs := make(chan error, len(mappings))
 	for _, m := range mappings {
-		esm, err := localesm.New(p.sqs, m.cfg, m.h)
-		if err != nil {
-			return Summary{}, err
-		}
 		running.Go(func() {
-			if err := esm.Run(pollCtx); err != nil {
-				// A mapping that cannot start stops the run at once rather
-				// than after -wait.
+			if err := m.Run(pollCtx); err != nil {
 				runErrs <- err
 				stopPolling()
 			}
 		})
 	}
-	stopAll := func() {
-		biz.Release()
-		stopPolling()
-		running.Wait()
-	}
 
-	fmt.Fprintf(progressOut, "sending %d messages for %d keys...\n", len(w.Sends), len(w.Keys))
+	fmt.Fprintf(progressOut, "sending %d messages for %d keys...\n", len(r.w.Sends), len(r.w.Keys))
 	prog := newProgressWriter(progressOut)
-	waitErr := drive(pollCtx, p.sqs, p.mainURL, w, tracker, ledger, prog, start, opts.wait(), []string{p.mainURL, p.dlqURL, p.opURL})
+	waitErr := r.drive(pollCtx, prog)
 	prog.Done()
-	stopAll()
+	// Crashed invocations hang until released; the mappings wait for them.
+	r.biz.Release()
+	stopPolling()
+	running.Wait()
 	close(runErrs)
 	var mappingErr error
 	for err := range runErrs {
 		mappingErr = errors.Join(mappingErr, err)
 	}
-	if mappingErr != nil {
+	switch {
+	case mappingErr != nil:
 		return Summary{}, mappingErr
-	}
-	if waitErr != nil && ctx.Err() != nil {
+	case waitErr != nil && ctx.Err() != nil:
 		return Summary{}, waitErr
 	}
-
-	left, err := leftInQueues(context.WithoutCancel(ctx), p.sqs, p.mainURL, p.dlqURL)
+	sum, err := r.evaluate(context.WithoutCancel(ctx))
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := ledger.Close(); err != nil {
-		return Summary{}, err
-	}
-	entries, err := ReadLedger(ledger.Path())
-	if err != nil {
-		return Summary{}, err
-	}
-	obs := tracker.Snapshot()
-	obs.Left = left
-	obs.Elapsed = time.Since(start)
-	sum := Summarize(w, entries, obs, Evaluation{
-		Mode:    "local",
-		Seed:    opts.Seed,
-		Timings: p.timings(),
-		Ceiling: func(n int) float64 { return p.replayCfg.Backoff.Ceiling(n).Seconds() },
-		Ledger:  ledger.Path(),
-		Logs:    logPath,
-	})
 	if waitErr != nil {
 		sum.Violations = append(sum.Violations, waitErr.Error())
 		sum.OK = false
 	}
-	sum.Adaptations = p.adaptations
 	return sum, nil
 }
 
-// applyEventSource sizes a mapping like the function's deployed event source
-// mapping: batch size, batching window, and no more pollers than its maximum
-// concurrency.
-func applyEventSource(cfg *localesm.Config, fn samstack.Function) {
-	if len(fn.EventSources) == 0 {
-		return
-	}
-	es := fn.EventSources[0]
-	if es.BatchSize > 0 {
-		cfg.BatchSize = es.BatchSize
-	}
-	cfg.BatchingWindow = es.BatchingWindow
-	if es.MaximumConcurrency > 0 && cfg.Pollers > es.MaximumConcurrency {
-		cfg.Pollers = es.MaximumConcurrency
-	}
-}
-
-func (p *pipeline) timings() Timings {
-	b := p.replayCfg.Backoff
-	return Timings{
-		VisibilityTimeoutSeconds: p.visibility,
-		FunctionTimeoutSeconds:   int(p.processor.Timeout / time.Second),
-		LockTimeoutSeconds:       int(p.processorCfg.LockTimeout / time.Second),
-		MaxReceiveCount:          p.maxReceiveCount,
-		MaxAttempts:              p.replayCfg.MaxAttempts,
-		BackoffBaseSeconds:       b.Base.Seconds(),
-		BackoffRate:              b.Rate,
-		MaxDelaySeconds:          int(b.Cap / time.Second),
-		Jitter:                   string(b.Strategy),
-	}
-}
-
-// deployPipeline creates the stack from the template, shortens the queues'
-// visibility timeouts for the demo, and loads both functions' configurations
-// from the environment the template gave them.
-func deployPipeline(ctx context.Context, awsCfg aws.Config, opts Options, stackName string) (*pipeline, error) {
-	st, err := samstack.Deploy(ctx, awsCfg, stackName, opts.Template, demoParameters(opts))
+// evaluate reads the ledger file and the queues' depths and checks the run.
+func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
+	left, err := r.info.leftInQueues(ctx, r.api)
 	if err != nil {
-		return nil, fmt.Errorf("create the stack from %s: %w", opts.Template, err)
+		return Summary{}, err
 	}
-	p := &pipeline{sqs: sqs.NewFromConfig(awsCfg), visibility: int(opts.Visibility / time.Second)}
-	for _, a := range st.Adaptations {
-		p.adaptations = append(p.adaptations, a.String())
+	if err := r.ledger.Close(); err != nil {
+		return Summary{}, err
 	}
-	if err := p.wire(ctx, st); err != nil {
-		return nil, err
+	entries, err := ReadLedger(r.ledger.Path())
+	if err != nil {
+		return Summary{}, err
 	}
-	// The template ties the main queue's visibility timeout to six times the
-	// processor's timeout (AWS's advice), at least 6 s; failed messages would
-	// then take minutes to reach the DLQ. The demo shortens it, and the
-	// DLQ's, after the deploy.
-	for _, url := range []string{p.mainURL, p.dlqURL} {
-		_, err := p.sqs.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-			QueueUrl:   aws.String(url),
-			Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(p.visibility)},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("set the demo visibility timeout on %s: %w", url, err)
-		}
-	}
-	return p, nil
-}
-
-// wire finds the queues and functions of a described stack and loads the
-// functions' configurations from their environments.
-func (p *pipeline) wire(ctx context.Context, st *samstack.Stack) error {
-	var err error
-	for key, dst := range map[string]*string{"MainQueueUrl": &p.mainURL, "DeadLetterQueueUrl": &p.dlqURL, "OperatorQueueUrl": &p.opURL} {
-		if *dst, err = st.Output(key); err != nil {
-			return err
-		}
-	}
-	var ok bool
-	if p.processor, ok = st.Functions[processorFunction]; !ok {
-		return fmt.Errorf("stack %s has no %s", st.Name, processorFunction)
-	}
-	if p.replayer, ok = st.Functions[replayerFunction]; !ok {
-		return fmt.Errorf("stack %s has no %s", st.Name, replayerFunction)
-	}
-	if p.processorCfg, err = processor.LoadConfig(envconfig.Map(p.processor.Env)); err != nil {
-		return fmt.Errorf("%s's environment: %w", processorFunction, err)
-	}
-	if p.replayCfg, err = replay.LoadConfig(envconfig.Map(p.replayer.Env)); err != nil {
-		return fmt.Errorf("%s's environment: %w", replayerFunction, err)
-	}
-	p.maxReceiveCount, err = maxReceiveCount(ctx, p.sqs, p.mainURL)
-	return err
-}
-
-// maxReceiveCount reads the main queue's redrive policy: the value the queue
-// really has, whatever the template or the flags said.
-func maxReceiveCount(ctx context.Context, api *sqs.Client, url string) (int, error) {
-	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
+	obs := r.tracker.Snapshot()
+	obs.Left = left
+	obs.Elapsed = time.Since(r.start)
+	sum := Summarize(r.w, entries, obs, Evaluation{
+		Mode:            "local",
+		Seed:            r.opts.Seed,
+		Timings:         r.info.timings(),
+		LockHold:        r.info.lockHold(),
+		RetriesOverride: r.opts.retriesOverridden(),
+		Ceiling:         r.info.ceiling,
+		Ledger:          r.ledger.Path(),
+		Logs:            r.logPath,
 	})
-	if err != nil {
-		return 0, fmt.Errorf("read the redrive policy of %s: %w", url, err)
-	}
-	return parseMaxReceiveCount(out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)])
+	sum.Adaptations = r.info.adaptations
+	return sum, nil
 }
 
-// leftInQueues is what the main queue and the DLQ still hold, by role.
-func leftInQueues(ctx context.Context, api *sqs.Client, mainURL, dlqURL string) (map[string]int, error) {
-	left := map[string]int{}
-	for role, url := range map[string]string{"main": mainURL, "dead-letter": dlqURL} {
-		n, err := queueDepth(ctx, api, url)
-		if err != nil {
-			return nil, err
+// drive sends the workload at a steady pace, the late re-sends once most of
+// the first wave is done, and shows progress until every send has reached
+// an end and the queues are empty, or -wait has passed.
+func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
+	wait := r.opts.wait()
+	ctx, cancel := context.WithDeadline(ctx, r.start.Add(wait))
+	defer cancel()
+	var wave0, late []Send
+	for _, s := range r.w.Sends {
+		if s.Wave == 0 {
+			wave0 = append(wave0, s)
+		} else {
+			late = append(late, s)
 		}
-		left[role] = n
 	}
-	return left, nil
-}
-
-// queueDepth is every message a queue still holds: visible, in flight or
-// delayed.
-func queueDepth(ctx context.Context, api *sqs.Client, url string) (int, error) {
-	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read the depth of %s: %w", url, err)
-	}
-	total := 0
-	for _, v := range out.Attributes {
-		n, _ := strconv.Atoi(v)
-		total += n
-	}
-	return total, nil
-}
-
-// operatorHandler plays the operator: it records every message of this run
-// that reaches the operator queue, with its reason, and deletes it. Messages
-// of other producers are left alone; hide, when set, makes them visible again
-// at once for whoever else reads the queue.
-func operatorHandler(t *Tracker, w Workload, hide func(ctx context.Context, receiptHandle string)) localesm.Handler {
-	sendKey := map[string]string{}
-	for _, s := range w.Sends {
-		sendKey[s.ID] = s.Key
-	}
-	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		var resp events.SQSEventResponse
-		for _, r := range ev.Records {
-			b, err := ParseBody(r.Body)
-			if err != nil || b.Run != w.RunID {
-				t.Foreign()
-				if hide != nil {
-					hide(ctx, r.ReceiptHandle)
+	pending, sent := wave0, make([]Send, 0, len(r.w.Sends))
+	var wave0Sent, lastDrainCheck time.Time
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		p := r.tracker.Progress(r.w, r.ledger.Count(), now.Sub(r.start))
+		prog.Update(p, now, false)
+		switch {
+		case len(pending) > 0:
+			if len(sent)-r.tracker.Resolved(sent) > maxBacklog {
+				break
+			}
+			chunk := pending[:min(sendChunk, len(pending))]
+			ids, err := r.producer.send(ctx, chunk)
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			for _, snd := range chunk {
+				if _, ok := ids[snd.ID]; ok {
+					sent = append(sent, snd)
 				}
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+			pending = pending[len(chunk):]
+			continue
+		case len(late) > 0:
+			// A producer whose acknowledgement got lost re-sends later, when
+			// the first copy has usually been processed.
+			if wave0Sent.IsZero() {
+				wave0Sent = now
+			}
+			if float64(r.tracker.Resolved(wave0)) >= lateWaveShare*float64(len(wave0)) || now.Sub(wave0Sent) >= lateWaveMaxWait {
+				pending, late = late, nil
 				continue
 			}
-			t.AtOperator(Arrival{
-				Send:        b.Send,
-				Key:         sendKey[b.Send],
-				Reason:      stringAttr(r, sqsmsg.AttrReason),
-				ReplayCount: stringAttr(r, sqsmsg.AttrReplayCount),
-			})
+		case p.Resolved == p.Sent && now.Sub(lastDrainCheck) >= 500*time.Millisecond:
+			lastDrainCheck = now
+			if drained(ctx, r.api, r.info.mainURL, r.info.dlqURL, r.info.opURL) {
+				prog.Update(p, now, true)
+				return nil
+			}
 		}
-		return resp, nil
+		select {
+		case <-ctx.Done():
+			p := r.tracker.Progress(r.w, r.ledger.Count(), time.Since(r.start))
+			prog.Update(p, time.Now(), true)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (%d of them never sent)", wait, p.Resolved, p.Sent, len(r.w.Sends)-len(sent))
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
 	}
+}
+
+// operatorHandler plays the operator of the local stack: it records every
+// message that reaches the operator queue, with its reason, and deletes it.
+func operatorHandler(t *Tracker, w Workload) localesm.Handler {
+	keyOf := map[string]string{}
+	for _, s := range w.Sends {
+		keyOf[s.ID] = s.Key
+	}
+	return func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		for _, rec := range ev.Records {
+			if a, ok := arrival(w.RunID, keyOf, rec.MessageId, rec.Body, stringAttr(rec, sqsmsg.AttrReason), stringAttr(rec, sqsmsg.AttrReplayCount)); ok {
+				t.AtOperator(a)
+			} else {
+				t.Foreign(rec.MessageId)
+			}
+		}
+		return events.SQSEventResponse{}, nil
+	}
+}
+
+// arrival reads an operator queue message; ok is false for a message that is
+// not part of this run.
+func arrival(runID string, keyOf map[string]string, messageID, body, reason, replayCount string) (Arrival, bool) {
+	b, err := ParseBody(body)
+	if err != nil || b.Run != runID {
+		return Arrival{}, false
+	}
+	return Arrival{Send: b.Send, Key: keyOf[b.Send], MessageID: messageID, Reason: reason, ReplayCount: replayCount}, true
 }
 
 func stringAttr(r events.SQSMessage, name string) string {

@@ -2,6 +2,8 @@ package demo
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,36 +22,58 @@ type Replay struct {
 type Arrival struct {
 	Send        string `json:"send"`
 	Key         string `json:"key"`
+	MessageID   string `json:"messageId"`
 	Reason      string `json:"reason"`
 	ReplayCount string `json:"replayCount,omitempty"`
 }
 
+// InvocationInfo is what the report needs of one processor invocation.
+type InvocationInfo struct {
+	Started time.Time
+	// Abandoned: the invocation outlived its function timeout (a crash, a
+	// hang or a slow batch), so nothing after that point ran for it.
+	Abandoned bool
+}
+
+// Completion is one COMPLETED write the processor made for a key, as its
+// DynamoDB client saw it.
+type Completion struct {
+	Key       string
+	RequestID string
+	// At is when the write was sent; OK that DynamoDB accepted it.
+	At time.Time
+	OK bool
+}
+
 // Tracker collects what the pipeline did, from the event source mappings'
-// invocations and the replayer's send calls. It is safe for concurrent use.
+// invocations, the replayer's send calls, the processor's completion writes
+// and the operator queue. It is safe for concurrent use.
 type Tracker struct {
-	mu         sync.Mutex
-	acked      map[string]bool
-	deliveries int
-	deadLetter map[string]bool
-	replays    []Replay
-	operator   map[string]Arrival
-	abandoned  map[string]bool
-	foreign    int
+	mu          sync.Mutex
+	acked       map[string]bool
+	deliveries  int
+	deadLetter  map[string]bool
+	replays     []Replay
+	operator    map[string][]Arrival
+	invocations map[string]InvocationInfo
+	completions []Completion
+	foreign     map[string]bool
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
 	return &Tracker{
-		acked:      map[string]bool{},
-		deadLetter: map[string]bool{},
-		operator:   map[string]Arrival{},
-		abandoned:  map[string]bool{},
+		acked:       map[string]bool{},
+		deadLetter:  map[string]bool{},
+		operator:    map[string][]Arrival{},
+		invocations: map[string]InvocationInfo{},
+		foreign:     map[string]bool{},
 	}
 }
 
-// MainInvocation records a processor invocation: which sends the processor
-// had deleted (processed, suppressed or forwarded) and whether it was
-// abandoned at its timeout.
+// MainInvocation records a processor invocation: when it started, whether it
+// was abandoned at its timeout, and which sends it had deleted (processed,
+// suppressed or forwarded).
 func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 	deleted := map[string]bool{}
 	for _, id := range inv.Deleted {
@@ -58,6 +82,7 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.deliveries += len(inv.Records)
+	t.invocations[inv.RequestID] = InvocationInfo{Started: inv.Started, Abandoned: errors.Is(inv.Err, localesm.ErrTimeout)}
 	for _, r := range inv.Records {
 		if !deleted[r.MessageId] {
 			continue
@@ -66,7 +91,6 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 			t.acked[b.Send] = true
 		}
 	}
-	t.noteAbandoned(inv)
 }
 
 // DeadLetterInvocation records a replayer invocation.
@@ -75,13 +99,6 @@ func (t *Tracker) DeadLetterInvocation(inv localesm.Invocation) {
 	defer t.mu.Unlock()
 	for _, r := range inv.Records {
 		t.deadLetter[r.MessageId] = true
-	}
-	t.noteAbandoned(inv)
-}
-
-func (t *Tracker) noteAbandoned(inv localesm.Invocation) {
-	if errors.Is(inv.Err, localesm.ErrTimeout) {
-		t.abandoned[inv.RequestID] = true
 	}
 }
 
@@ -92,19 +109,31 @@ func (t *Tracker) Replayed(r Replay) {
 	t.replays = append(t.replays, r)
 }
 
-// AtOperator records a message received from the operator queue.
+// Completed records a completion write of the processor.
+func (t *Tracker) Completed(c Completion) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.completions = append(t.completions, c)
+}
+
+// AtOperator records a message received from the operator queue. The same
+// SQS message received again (its delete failed) is one arrival; the same
+// send arriving as another message is a second one, which the report fails.
 func (t *Tracker) AtOperator(a Arrival) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.operator[a.Send] = a
+	if slices.ContainsFunc(t.operator[a.Send], func(o Arrival) bool { return o.MessageID == a.MessageID }) {
+		return
+	}
+	t.operator[a.Send] = append(t.operator[a.Send], a)
 }
 
-// Foreign counts a message that is not part of this run (--stack mode shares
-// queues with real traffic).
-func (t *Tracker) Foreign() {
+// Foreign records a message of the operator queue that is not part of this
+// run (with -stack the queue is shared with real traffic).
+func (t *Tracker) Foreign(messageID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.foreign++
+	t.foreign[messageID] = true
 }
 
 // Observed is a snapshot of a Tracker.
@@ -113,9 +142,13 @@ type Observed struct {
 	Deliveries   int
 	DeadLettered int
 	Replays      []Replay
-	Operator     map[string]Arrival
-	Abandoned    map[string]bool
-	Foreign      int
+	// Operator holds every arrival at the operator queue, by send.
+	Operator map[string][]Arrival
+	// Invocations are the processor's, by request id.
+	Invocations map[string]InvocationInfo
+	Completions []Completion
+	// Foreign is the number of other messages seen at the operator queue.
+	Foreign int
 	// Left is what the queues still hold at the end, by queue role.
 	Left map[string]int
 	// Elapsed is how long the run took.
@@ -127,34 +160,33 @@ func (t *Tracker) Snapshot() Observed {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := Observed{
-		Acked:        make(map[string]bool, len(t.acked)),
+		Acked:        maps.Clone(t.acked),
 		Deliveries:   t.deliveries,
 		DeadLettered: len(t.deadLetter),
-		Replays:      append([]Replay(nil), t.replays...),
-		Operator:     make(map[string]Arrival, len(t.operator)),
-		Abandoned:    make(map[string]bool, len(t.abandoned)),
-		Foreign:      t.foreign,
-	}
-	for k, v := range t.acked {
-		o.Acked[k] = v
+		Replays:      slices.Clone(t.replays),
+		Operator:     make(map[string][]Arrival, len(t.operator)),
+		Invocations:  maps.Clone(t.invocations),
+		Completions:  slices.Clone(t.completions),
+		Foreign:      len(t.foreign),
 	}
 	for k, v := range t.operator {
-		o.Operator[k] = v
-	}
-	for k, v := range t.abandoned {
-		o.Abandoned[k] = v
+		o.Operator[k] = slices.Clone(v)
 	}
 	return o
 }
 
 // Resolved counts the sends that reached an end: deleted by the processor or
 // received at the operator queue.
-func (t *Tracker) Resolved(w Workload) int {
+func (t *Tracker) Resolved(sends []Send) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.resolved(sends)
+}
+
+func (t *Tracker) resolved(sends []Send) int {
 	n := 0
-	for _, s := range w.Sends {
-		if t.acked[s.ID] || t.operator[s.ID].Send != "" {
+	for _, s := range sends {
+		if t.acked[s.ID] || len(t.operator[s.ID]) > 0 {
 			n++
 		}
 	}
@@ -170,23 +202,25 @@ type Progress struct {
 // Progress computes the progress line's counters; processed is the number of
 // side effects in the ledger so far.
 func (t *Tracker) Progress(w Workload, processed int, elapsed time.Duration) Progress {
-	resolved := t.Resolved(w)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ackedOnly := 0
+	ackedOnly, atOperator := 0, 0
 	for s := range t.acked {
-		if t.operator[s].Send == "" {
+		if len(t.operator[s]) == 0 {
 			ackedOnly++
 		}
 	}
+	for _, as := range t.operator {
+		atOperator += len(as)
+	}
 	return Progress{
-		Resolved:     resolved,
+		Resolved:     t.resolved(w.Sends),
 		Sent:         len(w.Sends),
 		Processed:    processed,
 		Suppressed:   max(0, ackedOnly-processed),
 		DeadLettered: len(t.deadLetter),
 		Replays:      len(t.replays),
-		Operator:     len(t.operator),
+		Operator:     atOperator,
 		Elapsed:      elapsed,
 	}
 }

@@ -34,11 +34,13 @@ type Options struct {
 
 // Template defaults the demo deploys with when no flag overrides them.
 const (
-	// The processor's function timeout for the demo; the lock outlives it by
-	// a second, so a live invocation never loses its lock and a crashed one's
-	// lock expires soon after.
-	demoFunctionTimeout = 5 * time.Second
-	demoLockTimeout     = 6 * time.Second
+	// The processor's function timeout for the demo: no longer than the main
+	// queue's 1 s demo visibility timeout, as Lambda requires. The lock
+	// outlives it by a second, so a live invocation never loses its lock and
+	// an abandoned one's lock expires soon after.
+	demoFunctionTimeout = 1 * time.Second
+	demoLockTimeout     = 2 * time.Second
+	demoBatchSize       = 5
 	// Replay backoff for the demo: ceilings 2, 4, 4 s for replays 1, 2, 3.
 	demoBackoffBase = 1
 	demoBackoffRate = 2
@@ -70,7 +72,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template the local stack is created from")
 	fs.IntVar(&o.MaxReceiveCount, "max-receive-count", 0, "main queue maxReceiveCount (0: the template's default)")
 	fs.IntVar(&o.MaxAttempts, "max-attempts", -1, "replays of a dead letter before the operator queue (-1: the template's default)")
-	fs.DurationVar(&o.Visibility, "visibility", time.Second, "visibility timeout set on the main queue and the DLQ after the local deploy (whole seconds)")
+	fs.DurationVar(&o.Visibility, "visibility", time.Second, "visibility timeout set on the main queue after the local deploy (whole seconds, at least the processor's 1s timeout); the DLQ keeps the template's")
 	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
 	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
@@ -143,6 +145,10 @@ func (o Options) spec(maxReceiveCount int) WorkloadSpec {
 		MaxReceiveCount: maxReceiveCount,
 	}
 }
+
+// retriesOverridden reports whether the flags chose the retry budget rather
+// than the template.
+func (o Options) retriesOverridden() bool { return o.MaxReceiveCount > 0 || o.MaxAttempts >= 0 }
 
 func (o Options) wait() time.Duration {
 	if o.Wait > 0 {

@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/processor"
 )
 
@@ -30,7 +34,7 @@ func TestLedgerAppendsConcurrentlyAndReadsBack(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			if _, err := l.Append(Entry{Key: fmt.Sprintf("k%d", i)}); err != nil {
+			if err := l.Append(context.Background(), Entry{Key: fmt.Sprintf("k%d", i)}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -52,6 +56,26 @@ func TestLedgerAppendsConcurrentlyAndReadsBack(t *testing.T) {
 	}
 	if _, err := decodeLedger(strings.NewReader("{\"seq\":1}\n{broken\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("corrupt ledger: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestLedgerRefusesPastTheDeadline: an invocation abandoned at its timeout
+// keeps running in this process, but must not make a side effect Lambda
+// would never have let it make.
+func TestLedgerRefusesPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	l, err := OpenLedger(filepath.Join(t.TempDir(), "ledger.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Append(ctx, Entry{Key: "k"}); !errors.Is(err, context.Canceled) || l.Count() != 0 {
+		t.Errorf("Append after the deadline: %v, %d entries; want context.Canceled and none", err, l.Count())
 	}
 }
 
@@ -141,28 +165,99 @@ func TestBusinessByKind(t *testing.T) {
 
 // TestBusinessCrashHangsAfterTheSideEffect: the side effect is recorded, then
 // the call does not return (no completion, no release) until the run ends.
+// In a synctest bubble, synctest.Wait shows the call blocked, without a
+// polling loop.
 func TestBusinessCrashHangsAfterTheSideEffect(t *testing.T) {
 	t.Parallel()
-	b := setupBusiness(t, WorkloadSpec{Keys: 3, Crash: 1, MaxReceiveCount: 3})
-	b.wantCrash = true
-	m := b.msg(Normal)
-	returned := make(chan error, 1)
-	go func() { returned <- b.biz.Handle(context.Background(), m) }()
-	for b.ledger.Count() == 0 {
-		time.Sleep(time.Millisecond) // waits for the goroutine, not for time-based behaviour
+	synctest.Test(t, func(t *testing.T) {
+		b := setupBusiness(t, WorkloadSpec{Keys: 3, Crash: 1, MaxReceiveCount: 3})
+		b.wantCrash = true
+		m := b.msg(Normal)
+		returned := make(chan error, 1)
+		go func() { returned <- b.biz.Handle(context.Background(), m) }()
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Fatalf("crashed call returned %v before the run ended", err)
+		default:
+		}
+		if b.ledger.Count() != 1 {
+			t.Fatalf("%d side effects before the crash, want 1", b.ledger.Count())
+		}
+		b.biz.Release()
+		if err := <-returned; !errors.Is(err, errCrashed) {
+			t.Errorf("released crash returned %v", err)
+		}
+		// The redelivery runs normally and records a second side effect.
+		if err := b.biz.Handle(context.Background(), m); err != nil || b.ledger.Count() != 2 {
+			t.Errorf("redelivery: %v, %d side effects", err, b.ledger.Count())
+		}
+	})
+}
+
+// TestCompletionObserver: the completion writes of the real lock protocol
+// are reported with their key and invocation, accepted or not; its other
+// writes are not.
+func TestCompletionObserver(t *testing.T) {
+	t.Parallel()
+	w, err := NewWorkload(WorkloadSpec{Keys: 2, MaxReceiveCount: 1}, 1, "r")
+	if err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case err := <-returned:
-		t.Fatalf("crashed call returned %v before the run ended", err)
-	default:
+	api := &fakeDynamo{}
+	var got []Completion
+	obs := newCompletionObserver(api, "fn", w, func(c Completion) { got = append(got, c) })
+	store := dedupe.NewStore(obs, "table", "fn")
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+	now := time.Now()
+
+	lease, err := store.Acquire(ctx, w.Keys[0].ID, now, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.biz.Release()
-	if err := <-returned; !errors.Is(err, errCrashed) {
-		t.Errorf("released crash returned %v", err)
+	if err := store.Complete(ctx, lease, now, time.Hour); err != nil {
+		t.Fatal(err)
 	}
-	// The redelivery runs normally and records a second side effect.
-	if err := b.biz.Handle(context.Background(), m); err != nil || b.ledger.Count() != 2 {
-		t.Errorf("redelivery: %v, %d side effects", err, b.ledger.Count())
+	api.updateErr = errors.New("throttled")
+	_ = store.Complete(ctx, dedupe.Lease{Key: w.Keys[1].ID, Owner: "o"}, now, time.Hour)
+	_ = store.Complete(ctx, dedupe.Lease{Key: "not-in-the-workload", Owner: "o"}, now, time.Hour)
+	_ = store.Release(ctx, lease)
+
+	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||
+		got[1].Key != w.Keys[1].ID || got[1].OK {
+		t.Errorf("completions %+v, want %s accepted and %s refused, both by req-1", got, w.Keys[0].ID, w.Keys[1].ID)
+	}
+}
+
+// fakeDynamo accepts every write, or fails UpdateItem with updateErr.
+type fakeDynamo struct{ updateErr error }
+
+func (f *fakeDynamo) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (f *fakeDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return &dynamodb.UpdateItemOutput{}, f.updateErr
+}
+
+func (f *fakeDynamo) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+// TestTrackerOperatorArrivals: the same SQS message received twice (its
+// delete failed) is one arrival; the same send as another message is two.
+func TestTrackerOperatorArrivals(t *testing.T) {
+	t.Parallel()
+	tr := NewTracker()
+	tr.AtOperator(Arrival{Send: "s1", MessageID: "m1"})
+	tr.AtOperator(Arrival{Send: "s1", MessageID: "m1"})
+	tr.AtOperator(Arrival{Send: "s2", MessageID: "m2"})
+	tr.AtOperator(Arrival{Send: "s2", MessageID: "m3"})
+	tr.Foreign("x")
+	tr.Foreign("x")
+	obs := tr.Snapshot()
+	if len(obs.Operator["s1"]) != 1 || len(obs.Operator["s2"]) != 2 || obs.Foreign != 1 {
+		t.Errorf("arrivals %v, foreign %d; want s1 once, s2 twice, 1 foreign", obs.Operator, obs.Foreign)
 	}
 }
 
@@ -231,4 +326,72 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("ParseFlags(%s) = %v, want an error with %q", args, err, want)
 		}
 	}
+}
+
+// fakeOperatorQueue is a deployed operator queue holding another producer's
+// message, visible again at every receive, and once this run's message.
+type fakeOperatorQueue struct {
+	queueAPI
+	cancel   context.CancelFunc
+	mine     string
+	receives int
+	hidden   []int32
+	deleted  []string
+}
+
+func (f *fakeOperatorQueue) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.receives++
+	if f.receives > 1000 {
+		f.cancel() // a spinning watcher never lets the bubble's clock advance
+	}
+	f.hidden = append(f.hidden, in.VisibilityTimeout)
+	out := &sqs.ReceiveMessageOutput{Messages: []sqstypes.Message{{MessageId: aws.String("foreign-1"), ReceiptHandle: aws.String("rh-foreign"), Body: aws.String(`{"orderId":"theirs"}`)}}}
+	if f.receives == 3 {
+		out.Messages = append(out.Messages, sqstypes.Message{MessageId: aws.String("mine-1"), ReceiptHandle: aws.String("rh-mine"), Body: aws.String(f.mine),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{"sqs-once-reason": {DataType: aws.String("String"), StringValue: aws.String("max-attempts")}}})
+	}
+	return out, nil
+}
+
+func (f *fakeOperatorQueue) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	for _, e := range in.Entries {
+		f.deleted = append(f.deleted, aws.ToString(e.ReceiptHandle))
+	}
+	return &sqs.DeleteMessageBatchOutput{}, nil
+}
+
+// TestWatchOperatorSamplesASharedQueue: against a deployed operator queue,
+// other producers' messages are counted and left alone (never deleted, never
+// made visible again early), and a queue holding only them is received from
+// a few times a minute, not in a loop. This run's message is recorded and
+// deleted. The minute passes on a synctest bubble's clock.
+func TestWatchOperatorSamplesASharedQueue(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		w, err := NewWorkload(WorkloadSpec{Keys: 2, MaxReceiveCount: 1}, 1, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		api := &fakeOperatorQueue{cancel: cancel, mine: w.Body(w.Sends[0], Normal, false)}
+		r := &stackRun{info: &stackInfo{opURL: "https://sqs/operator"}, api: api, w: w, tracker: NewTracker()}
+		r.watchOperator(ctx)
+
+		if api.receives > 15 {
+			t.Errorf("%d receives in a minute from a queue of other producers' messages, want a few", api.receives)
+		}
+		obs := r.tracker.Snapshot()
+		if obs.Foreign != 1 || len(obs.Operator[w.Sends[0].ID]) != 1 || obs.Operator[w.Sends[0].ID][0].Reason != "max-attempts" {
+			t.Errorf("foreign %d, arrivals %v; want the other message counted once and this run's recorded", obs.Foreign, obs.Operator)
+		}
+		if !slices.Equal(api.deleted, []string{"rh-mine"}) {
+			t.Errorf("deleted %v, want only this run's message", api.deleted)
+		}
+		for _, v := range api.hidden {
+			if v != int32(peekVisibility/time.Second) {
+				t.Errorf("received with visibility timeout %d s, want %s", v, peekVisibility)
+			}
+		}
+	})
 }

@@ -1,13 +1,13 @@
 package demo
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Summary is the machine-readable result of a run (--json), and what the
@@ -38,6 +38,9 @@ type Summary struct {
 	LeftInQueues         map[string]int `json:"leftInQueues"`
 	Window               Window         `json:"documentedWindow"`
 	Abandoned            int            `json:"abandonedInvocations"`
+	// Foreign is the other producers' messages seen at the operator queue of
+	// a deployed stack, and left there.
+	Foreign int `json:"foreignAtOperator,omitempty"`
 
 	// Violations are broken invariants: any makes OK false and the exit
 	// status non-zero. Unexpected are outcomes that break no invariant but
@@ -76,8 +79,11 @@ type SideEffects struct {
 	// many keys had that many.
 	KeysByCount map[string]int `json:"keysByCount"`
 	ExactlyOnce int            `json:"exactlyOnce"`
-	// None is keys with no side effect; each must be at the operator queue.
+	// None is poison and permanent keys, with no side effect as built.
 	None int `json:"none"`
+	// Exhausted is processable keys with none because every copy ran out of
+	// the retries -max-receive-count and -max-attempts allowed.
+	Exhausted int `json:"exhausted"`
 	// Multiple is keys with more than one; InWindow of them are explained by
 	// the documented window, the rest are violations.
 	Multiple int `json:"multiple"`
@@ -102,23 +108,32 @@ type ReplayAttempt struct {
 
 // OpStats are the messages found at the operator queue.
 type OpStats struct {
+	// Total counts arrivals: a send that arrived twice counts twice.
 	Total    int            `json:"total"`
 	ByReason map[string]int `json:"byReason"`
 }
 
 // Window lists the keys whose extra side effects the documented duplicate
-// window explains: an invocation abandoned (crashed or timed out) after the
-// side effect and before its completion was recorded.
+// window explains: a side effect whose completion was never recorded (its
+// invocation was abandoned at its timeout, or its COMPLETED write failed),
+// followed by another only once that invocation's lock could have expired.
 type Window struct {
 	Keys []WindowKey `json:"keys"`
 }
 
 // WindowKey is one key inside the documented window.
 type WindowKey struct {
-	Key               string   `json:"key"`
-	SideEffects       int      `json:"sideEffects"`
-	AbandonedRequests []string `json:"abandonedRequests"`
-	Injected          bool     `json:"injected"` // by --crash
+	Key         string `json:"key"`
+	SideEffects int    `json:"sideEffects"`
+	// Causes explain every side effect of the key but the last, in order.
+	Causes   []WindowCause `json:"causes"`
+	Injected bool          `json:"injected"` // by --crash
+}
+
+// WindowCause is why one side effect's completion was never recorded.
+type WindowCause struct {
+	RequestID string `json:"requestId"`
+	Cause     string `json:"cause"`
 }
 
 // Evaluation is what Summarize needs beyond the workload and ledger.
@@ -126,95 +141,164 @@ type Evaluation struct {
 	Mode    string
 	Seed    uint64
 	Timings Timings
+	// LockHold is the least time the processor's lock is held after its
+	// invocation started; no second side effect can come sooner.
+	LockHold time.Duration
+	// RetriesOverride is set when -max-receive-count or -max-attempts chose
+	// the retry budget: a processable key whose every copy ran out of retries
+	// before it could run is then reported, not failed.
+	RetriesOverride bool
 	// Ceiling returns the replay delay ceiling of attempt n in seconds.
 	Ceiling func(n int) float64
 	Ledger  string
 	Logs    string
 }
 
-// Summarize checks the invariants: every key's side effect exactly once
-// (extra ones only inside the documented window), every send processed or at
-// the operator queue, the queues drained.
-func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary {
+// newSummary fills what both modes report the same way: the workload, the
+// timings, what is left in the queues and the operator queue's arrivals. A
+// send that reached the operator queue twice is a violation: an operator
+// would act on it twice.
+func newSummary(mode string, seed uint64, w Workload, obs Observed, t Timings) Summary {
 	s := Summary{
-		Mode:            ev.Mode,
-		Seed:            ev.Seed,
+		Mode:            mode,
+		Seed:            seed,
 		RunID:           w.RunID,
 		DurationSeconds: obs.Elapsed.Seconds(),
 		Workload:        w.Stats(),
-		Timings:         ev.Timings,
+		Timings:         t,
 		Sent:            len(w.Sends),
 		UniqueKeys:      len(w.Keys),
-		Deliveries:      obs.Deliveries,
-		DeadLettered:    obs.DeadLettered,
-		Abandoned:       len(obs.Abandoned),
 		LeftInQueues:    obs.Left,
-		Ledger:          ev.Ledger,
-		Logs:            ev.Logs,
+		Operator:        OpStats{ByReason: map[string]int{}},
+		Replays:         ReplayStats{ByAttempt: []ReplayAttempt{}},
+		Window:          Window{Keys: []WindowKey{}},
 		Violations:      []string{},
 		Unexpected:      []string{},
-		Checked: []string{
-			"side effects per key, from the ledger",
-			"every message processed or at the operator queue (lost: 0)",
-			"main queue and dead-letter queue drained",
-		},
 	}
 	if s.LeftInQueues == nil {
 		s.LeftInQueues = map[string]int{}
 	}
-	keys := w.KeyIndex()
+	for _, send := range slices.Sorted(maps.Keys(obs.Operator)) {
+		as := obs.Operator[send]
+		s.Operator.Total += len(as)
+		for _, a := range as {
+			s.Operator.ByReason[reasonOrUnknown(a.Reason)]++
+		}
+		if len(as) > 1 {
+			s.Violations = append(s.Violations, fmt.Sprintf("send %s reached the operator queue %d times (%s): an operator would act on it more than once", send, len(as), joinArrivals(as)))
+		}
+	}
+	return s
+}
 
+// Summarize checks the invariants: every key's side effect exactly once
+// (extra ones only inside the documented window, none missing), every send
+// processed or at the operator queue once, the queues drained.
+func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary {
+	s := newSummary(ev.Mode, ev.Seed, w, obs, ev.Timings)
+	s.Deliveries, s.DeadLettered = obs.Deliveries, obs.DeadLettered
+	s.Ledger, s.Logs = ev.Ledger, ev.Logs
+	for _, inv := range obs.Invocations {
+		if inv.Abandoned {
+			s.Abandoned++
+		}
+	}
+	s.Checked = []string{
+		"side effects per key, from the ledger",
+		"every message processed or at the operator queue once (lost: 0)",
+		"main queue and dead-letter queue drained",
+	}
+	effects := s.groupLedger(w, ledger)
+	s.checkKeys(w, effects, obs, ev)
+	s.checkSends(w, effects, obs)
+	s.Replays = replayStats(obs.Replays, ev.Ceiling)
+	for _, es := range effects {
+		if slices.ContainsFunc(es, func(e Entry) bool { return e.ReplayCount != "" }) {
+			s.Replays.Rescued++
+		}
+	}
+	s.finish()
+	return s
+}
+
+// groupLedger returns each key's side effects in ledger order.
+func (s *Summary) groupLedger(w Workload, ledger []Entry) map[string][]Entry {
+	keys := w.KeyIndex()
 	effects := map[string][]Entry{}
-	ownSend := map[string]bool{}
 	for _, e := range ledger {
 		effects[e.Key] = append(effects[e.Key], e)
-		ownSend[e.Send] = true
 		if _, ok := keys[e.Key]; !ok {
 			s.Violations = append(s.Violations, fmt.Sprintf("ledger entry %d is for %q, a key this run never sent", e.Seq, e.Key))
 		}
 	}
-	s.SideEffects = SideEffects{Total: len(ledger), KeysByCount: map[string]int{}}
-
-	atOperator := map[string][]Arrival{}
-	for _, a := range obs.Operator {
-		atOperator[a.Key] = append(atOperator[a.Key], a)
+	for _, es := range effects {
+		slices.SortFunc(es, func(a, b Entry) int { return a.Seq - b.Seq })
 	}
+	s.SideEffects = SideEffects{Total: len(ledger), KeysByCount: map[string]int{}}
+	return effects
+}
 
+// checkKeys counts each key's side effects and fails a processable key with
+// none, or any key with a duplicate the documented window does not explain.
+func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed, ev Evaluation) {
+	h := newHistory(obs)
+	sendsOf := map[string][]Send{}
+	for _, snd := range w.Sends {
+		sendsOf[snd.Key] = append(sendsOf[snd.Key], snd)
+	}
+	atOperator := map[string][]Arrival{}
+	for _, as := range obs.Operator {
+		for _, a := range as {
+			atOperator[a.Key] = append(atOperator[a.Key], a)
+		}
+	}
 	for _, k := range w.Keys {
 		es := effects[k.ID]
 		s.SideEffects.KeysByCount[strconv.Itoa(len(es))]++
 		switch {
-		case len(es) == 0:
-			s.SideEffects.None++
 		case len(es) == 1:
 			s.SideEffects.ExactlyOnce++
+		case len(es) == 0 && (k.Kind == Poison || k.Kind == Permanent):
+			s.SideEffects.None++
+		case len(es) == 0:
+			allAtOperator := !slices.ContainsFunc(sendsOf[k.ID], func(snd Send) bool { return len(obs.Operator[snd.ID]) == 0 })
+			if allAtOperator && ev.RetriesOverride {
+				s.SideEffects.Exhausted++
+				break
+			}
+			why := ""
+			if allAtOperator {
+				why = ": every copy ran out of retries and is at the operator queue (the template's retry budget should cover it)"
+			}
+			s.Violations = append(s.Violations, fmt.Sprintf("%s key %s has no side effect, although its handler succeeds%s", k.Kind, k.ID, why))
 		default:
 			s.SideEffects.Multiple++
-			var abandoned []string
-			completed := 0
-			injected := false
-			for _, e := range es {
-				if obs.Abandoned[e.RequestID] {
-					abandoned = append(abandoned, e.RequestID)
-					injected = injected || e.Crash
-				} else {
-					completed++
-				}
+			wk, problem := h.explain(k, es, ev.LockHold)
+			if problem != "" {
+				s.Violations = append(s.Violations, fmt.Sprintf("key %s: %d side effects, a duplicate outside the documented window: %s", k.ID, len(es), problem))
+				break
 			}
-			if completed <= 1 {
-				s.SideEffects.InWindow++
-				s.Window.Keys = append(s.Window.Keys, WindowKey{Key: k.ID, SideEffects: len(es), AbandonedRequests: abandoned, Injected: injected})
-			} else {
-				s.Violations = append(s.Violations, fmt.Sprintf("key %s: %d side effects, %d of them from invocations that completed normally (a duplicate outside the documented window)", k.ID, len(es), completed))
-			}
+			s.SideEffects.InWindow++
+			s.Window.Keys = append(s.Window.Keys, wk)
 		}
-		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID], ev.Timings)...)
+		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID])...)
 	}
+	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
+}
 
+// checkSends accounts for every send: processed (its own delivery made the
+// key's side effect), suppressed as a duplicate of a key done, at the
+// operator queue, or lost.
+func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observed) {
+	ownSend := map[string]bool{}
+	for _, es := range effects {
+		for _, e := range es {
+			ownSend[e.Send] = true
+		}
+	}
 	for _, snd := range w.Sends {
-		_, opOK := obs.Operator[snd.ID]
 		switch {
-		case opOK:
+		case len(obs.Operator[snd.ID]) > 0:
 		case obs.Acked[snd.ID] && len(effects[snd.Key]) > 0:
 			if ownSend[snd.ID] {
 				s.Processed++
@@ -229,24 +313,73 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 			s.LostSends = append(s.LostSends, snd.ID+" (never deleted by the processor, not at the operator queue)")
 		}
 	}
+}
 
-	s.Operator = OpStats{Total: len(obs.Operator), ByReason: map[string]int{}}
-	for _, a := range obs.Operator {
-		s.Operator.ByReason[reasonOrUnknown(a.Reason)]++
+// history is what the pipeline recorded about invocations and completion
+// writes: what tells the documented window from a broken lock.
+type history struct {
+	invocations map[string]InvocationInfo
+	// completedAt is when each key's first accepted completion was sent.
+	completedAt map[string]time.Time
+	completedBy map[[2]string]bool // {key, request id}: completion accepted
+	failedBy    map[[2]string]bool // {key, request id}: completion refused
+}
+
+func newHistory(obs Observed) history {
+	h := history{invocations: obs.Invocations, completedAt: map[string]time.Time{}, completedBy: map[[2]string]bool{}, failedBy: map[[2]string]bool{}}
+	for _, c := range obs.Completions {
+		id := [2]string{c.Key, c.RequestID}
+		if !c.OK {
+			h.failedBy[id] = true
+			continue
+		}
+		h.completedBy[id] = true
+		if at, ok := h.completedAt[c.Key]; !ok || c.At.Before(at) {
+			h.completedAt[c.Key] = c.At
+		}
 	}
+	return h
+}
 
-	s.Replays = replayStats(obs.Replays, ev.Ceiling)
-	for _, es := range effects {
+// explain accepts a key's repeated side effects (in ledger order) only as the
+// documented window: none after the key's completion was recorded; each but
+// the last made by an invocation that never recorded its completion, because
+// it was abandoned at its timeout or its COMPLETED write failed; and each
+// next one no sooner than that invocation's lock could expire. Otherwise it
+// returns what broke.
+func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, string) {
+	wk := WindowKey{Key: k.ID, SideEffects: len(es)}
+	if at, ok := h.completedAt[k.ID]; ok {
 		for _, e := range es {
-			if e.ReplayCount != "" {
-				s.Replays.Rescued++
-				break
+			if e.At.After(at) {
+				return wk, fmt.Sprintf("side effect #%d (invocation %s) came %s after the key's completion was recorded", e.Seq, e.RequestID, e.At.Sub(at).Round(time.Millisecond))
 			}
 		}
 	}
-	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
-	s.finish()
-	return s
+	for i, e := range es[:len(es)-1] {
+		next := es[i+1]
+		inv, known := h.invocations[e.RequestID]
+		var cause string
+		switch id := [2]string{k.ID, e.RequestID}; {
+		case !known:
+			return wk, fmt.Sprintf("side effect #%d came from invocation %q, which no event source mapping reported", e.Seq, e.RequestID)
+		case h.completedBy[id]:
+			return wk, fmt.Sprintf("invocation %s recorded the completion of side effect #%d, yet #%d followed", e.RequestID, e.Seq, next.Seq)
+		case inv.Abandoned && e.Crash:
+			cause, wk.Injected = "abandoned at its timeout: crash injected by -crash", true
+		case inv.Abandoned:
+			cause = "abandoned at its timeout"
+		case h.failedBy[id]:
+			cause = "its COMPLETED write failed"
+		default:
+			return wk, fmt.Sprintf("invocation %s made side effect #%d and ended without recording its completion, and #%d followed", e.RequestID, e.Seq, next.Seq)
+		}
+		if gap := next.At.Sub(inv.Started); gap < lockHold {
+			return wk, fmt.Sprintf("side effect #%d came %s after invocation %s started, before its lock (held at least %s) could expire", next.Seq, gap.Round(time.Millisecond), e.RequestID, lockHold)
+		}
+		wk.Causes = append(wk.Causes, WindowCause{RequestID: e.RequestID, Cause: cause})
+	}
+	return wk, ""
 }
 
 // finish adds the invariants common to both modes, lost and drained, and
@@ -267,36 +400,20 @@ func (s *Summary) finish() {
 	s.OK = len(s.Violations) == 0
 }
 
-// parseMaxReceiveCount reads maxReceiveCount from a RedrivePolicy attribute,
-// where SQS gives it as a number or a string.
-func parseMaxReceiveCount(policy string) (int, error) {
-	if policy == "" {
-		return 0, fmt.Errorf("the main queue has no redrive policy: poison messages would never reach the DLQ")
-	}
-	var p struct {
-		MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
-	}
-	if err := json.Unmarshal([]byte(policy), &p); err != nil {
-		return 0, fmt.Errorf("redrive policy %q: %w", policy, err)
-	}
-	n, err := strconv.Atoi(strings.Trim(string(p.MaxReceiveCount), `"`))
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("redrive policy %q: maxReceiveCount is not a positive integer", policy)
-	}
-	return n, nil
-}
-
 // expectation compares a key's outcome with what its kind was built to show.
-func expectation(k Key, es []Entry, ops []Arrival, t Timings) []string {
+func expectation(k Key, es []Entry, ops []Arrival) []string {
 	var out []string
+	only := func(reason string) bool {
+		return len(ops) > 0 && !slices.ContainsFunc(ops, func(a Arrival) bool { return a.Reason != reason })
+	}
 	switch k.Kind {
 	case Poison:
-		if len(ops) == 0 || ops[0].Reason != "max-attempts" {
-			out = append(out, fmt.Sprintf("poison key %s did not reach the operator queue with reason max-attempts (%v)", k.ID, ops))
+		if !only("max-attempts") {
+			out = append(out, fmt.Sprintf("poison key %s did not reach the operator queue with reason max-attempts only (%s)", k.ID, joinArrivals(ops)))
 		}
 	case Permanent:
-		if len(ops) == 0 || ops[0].Reason != "permanent-error" {
-			out = append(out, fmt.Sprintf("permanent key %s did not reach the operator queue with reason permanent-error (%v)", k.ID, ops))
+		if !only("permanent-error") {
+			out = append(out, fmt.Sprintf("permanent key %s did not reach the operator queue with reason permanent-error only (%s)", k.ID, joinArrivals(ops)))
 		}
 	case Normal, Transient:
 		if len(ops) > 0 {
@@ -327,6 +444,17 @@ func replayStats(replays []Replay, ceiling func(int) float64) ReplayStats {
 	return st
 }
 
+func joinArrivals(as []Arrival) string {
+	if len(as) == 0 {
+		return "no arrival"
+	}
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = fmt.Sprintf("%s as %s", reasonOrUnknown(a.Reason), a.MessageID)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func reasonOrUnknown(r string) string {
 	if r == "" {
 		return "(no reason attribute)"
@@ -338,24 +466,35 @@ func reasonOrUnknown(r string) string {
 func (s Summary) Render() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	mark := func(ok bool) string {
-		if ok {
-			return "ok"
-		}
-		return "FAIL"
+	s.renderSetup(p)
+	s.renderOutcomes(p)
+	s.renderVerdict(p)
+	return b.String()
+}
+
+type printer func(format string, args ...any)
+
+func mark(ok bool) string {
+	if ok {
+		return "ok"
 	}
-	wl := s.Workload
+	return "FAIL"
+}
+
+// renderSetup is the run's timings and workload.
+func (s Summary) renderSetup(p printer) {
+	wl, t := s.Workload, s.Timings
 	p("")
 	p("sqs-once %s run %s (seed %d), %.1f s", s.Mode, s.RunID, s.Seed, s.DurationSeconds)
-	lock := fmt.Sprintf("%d s", s.Timings.LockTimeoutSeconds)
-	if s.Timings.LockTimeoutSeconds == 0 {
+	lock := fmt.Sprintf("%d s", t.LockTimeoutSeconds)
+	if t.LockTimeoutSeconds == 0 {
 		lock = "the invocation's deadline + 5 s"
 	}
 	p("  visibility timeout %d s, function timeout %d s, lock timeout %s, maxReceiveCount %d, MaxAttempts %d, replay backoff %s jitter base %g s rate %g cap %d s",
-		s.Timings.VisibilityTimeoutSeconds, s.Timings.FunctionTimeoutSeconds, lock, s.Timings.MaxReceiveCount,
-		s.Timings.MaxAttempts, s.Timings.Jitter, s.Timings.BackoffBaseSeconds, s.Timings.BackoffRate, s.Timings.MaxDelaySeconds)
+		t.VisibilityTimeoutSeconds, t.FunctionTimeoutSeconds, lock, t.MaxReceiveCount,
+		t.MaxAttempts, t.Jitter, t.BackoffBaseSeconds, t.BackoffRate, t.MaxDelaySeconds)
 	if s.Mode == "local" {
-		p("  (demo timings: the queues' visibility timeout is set after the deploy; the template ties it to 6 x the function timeout + the batching window)")
+		p("  (demo timings: the main queue's visibility timeout is set after the deploy; the template ties it to 6 x the function timeout + the batching window)")
 	}
 	if len(s.Adaptations) > 0 {
 		p("  moto_server differs from CloudFormation in %d places, each handled or noted by samstack (alarms not created, ...): see -json \"adaptations\"", len(s.Adaptations))
@@ -373,16 +512,21 @@ func (s Summary) Render() string {
 		p("deliveries            %d records delivered to the processor (re-sends, retries and redeliveries included)", s.Deliveries)
 	}
 	p("")
-	if s.Mode == "local" {
-		se := s.SideEffects
-		p("side effects          %d in the ledger %s", se.Total, s.Ledger)
-		p("  exactly once        %d keys", se.ExactlyOnce)
-		p("  none                %d keys (each must be at the operator queue)", se.None)
-		p("  more than once      %d keys: %d inside the documented window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
-	}
+}
+
+// renderOutcomes is where every key and message ended.
+func (s Summary) renderOutcomes(p printer) {
 	if s.Mode == "stack" {
 		p("completed keys        %d idempotency records COMPLETED", s.Processed)
 	} else {
+		se := s.SideEffects
+		p("side effects          %d in the ledger %s", se.Total, s.Ledger)
+		p("  exactly once        %d keys", se.ExactlyOnce)
+		p("  none                %d poison and permanent keys, as built", se.None)
+		if se.Exhausted > 0 {
+			p("  retries ran out     %d processable keys never ran: every copy is at the operator queue (-max-receive-count/-max-attempts)", se.Exhausted)
+		}
+		p("  more than once      %d keys: %d inside the documented window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
 		p("processed             %d messages ran the handler to completion", s.Processed)
 		p("duplicates suppressed %d re-sent messages deleted without running the handler", s.DuplicatesSuppressed)
 		p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
@@ -395,6 +539,9 @@ func (s Summary) Render() string {
 	for _, r := range slices.Sorted(maps.Keys(s.Operator.ByReason)) {
 		p("  %-19s %d", r, s.Operator.ByReason[r])
 	}
+	if s.Mode == "stack" {
+		p("  other messages      %d of other producers seen there and left alone", s.Foreign)
+	}
 	p("lost                  %d  [%s]", s.Lost, mark(s.Lost == 0))
 	for _, l := range s.LostSends {
 		p("  %s", l)
@@ -406,20 +553,25 @@ func (s Summary) Render() string {
 	p("left in queues        %d  [%s]", left, mark(left == 0))
 	p("")
 	if len(s.Window.Keys) > 0 {
-		p("documented window     %d keys had a second side effect, each explained by an invocation that was", len(s.Window.Keys))
-		p("                      abandoned (crash or timeout) after its side effect and before the completion was")
-		p("                      recorded: the lock expired, the message came back and the handler ran again.")
-		p("                      sqs-once cannot close this window: see the README, \"Guarantees and their limits\", 1.")
+		p("documented window     %d keys had a second side effect, each explained: the side effect before it", len(s.Window.Keys))
+		p("                      never had its completion recorded (its invocation was abandoned at its timeout,")
+		p("                      or its COMPLETED write failed), and the next one came only once that lock could")
+		p("                      have expired. sqs-once cannot close this window: see the README,")
+		p("                      \"Guarantees and their limits\", 1.")
 		for _, k := range s.Window.Keys {
-			how := "timed out"
-			if k.Injected {
-				how = "crash injected by -crash"
+			causes := make([]string, len(k.Causes))
+			for i, c := range k.Causes {
+				causes[i] = fmt.Sprintf("invocation %s %s", c.RequestID, c.Cause)
 			}
-			p("  %-19s %d side effects; abandoned invocation %s (%s)", k.Key, k.SideEffects, strings.Join(k.AbandonedRequests, ", "), how)
+			p("  %-19s %d side effects; %s", k.Key, k.SideEffects, strings.Join(causes, "; "))
 		}
 	} else if s.Mode == "local" {
-		p("documented window     not hit: no side effect was followed by an abandoned invocation (%d invocations abandoned)", s.Abandoned)
+		p("documented window     not hit: no key had a second side effect (%d invocations abandoned at their timeout)", s.Abandoned)
 	}
+}
+
+// renderVerdict is the notes, the violations and the verdict.
+func (s Summary) renderVerdict(p printer) {
 	if len(s.NotChecked) > 0 {
 		p("checked               %s", strings.Join(s.Checked, "; "))
 		p("not checked           %s", strings.Join(s.NotChecked, "; "))
@@ -434,19 +586,28 @@ func (s Summary) Render() string {
 		p("function logs         %s", s.Logs)
 	}
 	p("")
-	if s.OK {
-		p("verdict: OK: every key's side effect exactly once%s, nothing lost", windowSuffix(s))
-	} else {
+	switch {
+	case !s.OK:
 		p("verdict: FAILED: %d invariant(s) broken", len(s.Violations))
+	case s.Mode == "stack":
+		p("verdict: OK: every key sent completed or at the operator queue once, nothing lost (what -stack can check; see \"not checked\")")
+	default:
+		p("verdict: OK: every key's side effect exactly once%s, nothing lost", windowSuffix(s))
 	}
-	return b.String()
 }
 
 func windowSuffix(s Summary) string {
-	if len(s.Window.Keys) == 0 {
+	var except []string
+	if n := len(s.Window.Keys); n > 0 {
+		except = append(except, fmt.Sprintf("%d inside the documented window", n))
+	}
+	if n := s.SideEffects.Exhausted; n > 0 {
+		except = append(except, fmt.Sprintf("%d whose retries ran out before they could run, at the operator queue", n))
+	}
+	if len(except) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (except %d inside the documented window)", len(s.Window.Keys))
+	return " (except " + strings.Join(except, "; ") + ")"
 }
 
 func joinInts(d []int) string {

@@ -5,15 +5,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scenario is a small finished run: by default every key processed once by
-// its first send, re-sends suppressed, the poison key at the operator queue.
+// its first send, in an invocation that recorded its completion, re-sends
+// suppressed, the poison and permanent keys at the operator queue.
 type scenario struct {
 	w      Workload
 	ledger []Entry
 	obs    Observed
+	ev     Evaluation
 }
+
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+const lockHold = 2 * time.Second
 
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
@@ -22,30 +29,63 @@ func newScenario(t *testing.T) *scenario {
 		t.Fatal(err)
 	}
 	sc := &scenario{w: w, obs: Observed{
-		Acked: map[string]bool{}, Operator: map[string]Arrival{}, Abandoned: map[string]bool{},
+		Acked: map[string]bool{}, Operator: map[string][]Arrival{}, Invocations: map[string]InvocationInfo{},
 		Left: map[string]int{"main": 0, "dead-letter": 0},
+	}, ev: Evaluation{
+		Mode: "local", LockHold: lockHold, Timings: Timings{MaxReceiveCount: 3, MaxAttempts: 1},
+		Ceiling: func(n int) float64 { return float64(int(1) << n) },
 	}}
 	keys := w.KeyIndex()
-	for _, s := range w.Sends {
+	for i, s := range w.Sends {
 		switch keys[s.Key].Kind {
 		case Poison:
-			sc.obs.Operator[s.ID] = Arrival{Send: s.ID, Key: s.Key, Reason: "max-attempts", ReplayCount: "4"}
+			sc.obs.Operator[s.ID] = []Arrival{{Send: s.ID, Key: s.Key, MessageID: "op-" + s.ID, Reason: "max-attempts", ReplayCount: "2"}}
 		case Permanent:
 			sc.obs.Acked[s.ID] = true
-			sc.obs.Operator[s.ID] = Arrival{Send: s.ID, Key: s.Key, Reason: "permanent-error"}
+			sc.obs.Operator[s.ID] = []Arrival{{Send: s.ID, Key: s.Key, MessageID: "op-" + s.ID, Reason: "permanent-error"}}
 		default:
 			sc.obs.Acked[s.ID] = true
 			if s.Copy == 1 {
-				sc.ledger = append(sc.ledger, Entry{Seq: len(sc.ledger) + 1, Key: s.Key, Send: s.ID, RequestID: "req-" + s.ID})
+				sc.effect(s, "req-"+s.ID, t0.Add(time.Duration(i)*time.Second), true)
 			}
 		}
 	}
 	return sc
 }
 
-func (sc *scenario) summarize() Summary {
-	return Summarize(sc.w, sc.ledger, sc.obs, Evaluation{Mode: "local", Ceiling: func(n int) float64 { return float64(int(1) << n) }})
+// effect adds a side effect of send s by invocation req, started at started;
+// completed adds the completion write that invocation made for it.
+func (sc *scenario) effect(s Send, req string, started time.Time, completed bool) {
+	at := started.Add(10 * time.Millisecond)
+	sc.ledger = append(sc.ledger, Entry{Seq: len(sc.ledger) + 1, At: at, Key: s.Key, Send: s.ID, RequestID: req})
+	if _, known := sc.obs.Invocations[req]; !known {
+		sc.obs.Invocations[req] = InvocationInfo{Started: started}
+	}
+	if completed {
+		sc.obs.Completions = append(sc.obs.Completions, Completion{Key: s.Key, RequestID: req, At: at.Add(time.Millisecond), OK: true})
+	}
 }
+
+// abandonFirst turns the first side effect of s's key into one whose
+// invocation was abandoned at its timeout before recording the completion.
+func (sc *scenario) abandonFirst(s Send, crash bool) (req string, started time.Time) {
+	for i := range sc.ledger {
+		if e := &sc.ledger[i]; e.Key == s.Key {
+			e.Crash = crash
+			inv := sc.obs.Invocations[e.RequestID]
+			inv.Abandoned = true
+			sc.obs.Invocations[e.RequestID] = inv
+			sc.obs.Completions = slices.DeleteFunc(sc.obs.Completions, func(c Completion) bool { return c.RequestID == e.RequestID })
+			return e.RequestID, inv.Started
+		}
+	}
+	panic("no side effect for " + s.Key)
+}
+
+// later is a time after every side effect of the scenario.
+var later = t0.Add(time.Hour)
+
+func (sc *scenario) summarize() Summary { return Summarize(sc.w, sc.ledger, sc.obs, sc.ev) }
 
 func (sc *scenario) normalSend(copy int) Send {
 	keys := sc.w.KeyIndex()
@@ -79,13 +119,15 @@ func TestSummarizeCleanRun(t *testing.T) {
 		t.Errorf("replays %+v, want %+v", s.Replays, want)
 	}
 	text := s.Render()
-	for _, line := range []string{"lost                  0  [ok]", "verdict: OK", "documented window     not hit"} {
+	for _, line := range []string{"lost                  0  [ok]", "verdict: OK: every key's side effect exactly once, nothing lost", "documented window     not hit"} {
 		if !strings.Contains(text, line) {
 			t.Errorf("report lacks %q:\n%s", line, text)
 		}
 	}
 }
 
+// TestSummarizeViolations breaks a clean run in every way the report must
+// catch, the double charge first.
 func TestSummarizeViolations(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -94,6 +136,83 @@ func TestSummarizeViolations(t *testing.T) {
 		want   string
 		check  func(t *testing.T, s Summary)
 	}{
+		{
+			name: "a second charge by another completed invocation",
+			break_: func(sc *scenario) {
+				sc.effect(sc.normalSend(2), "another", later, true)
+			},
+			want: "(invocation another) came",
+			check: func(t *testing.T, s Summary) {
+				if !strings.Contains(s.Violations[0], "after the key's completion was recorded") || s.SideEffects.InWindow != 0 {
+					t.Errorf("violations %v, side effects %+v", s.Violations, s.SideEffects)
+				}
+			},
+		},
+		{
+			name: "a charge 1 ms after a completed one, by an invocation that timed out",
+			break_: func(sc *scenario) {
+				s := sc.normalSend(1)
+				first := sc.ledger[slices.IndexFunc(sc.ledger, func(e Entry) bool { return e.Key == s.Key })]
+				// effect dates the side effect 10 ms after its invocation
+				// started: 2 ms after the first, 1 ms after its completion.
+				sc.effect(s, "timed-out", first.At.Add(-8*time.Millisecond), false)
+				sc.obs.Invocations["timed-out"] = InvocationInfo{Started: first.At.Add(-8 * time.Millisecond), Abandoned: true}
+			},
+			want: "came 1ms after the key's completion was recorded",
+		},
+		{
+			name: "a charge after one whose invocation neither timed out nor recorded its completion",
+			break_: func(sc *scenario) {
+				s := sc.normalSend(1)
+				sc.obs.Completions = slices.DeleteFunc(sc.obs.Completions, func(c Completion) bool { return c.Key == s.Key })
+				sc.effect(s, "second", later, false)
+			},
+			want: "ended without recording its completion",
+		},
+		{
+			name: "a charge while an abandoned invocation's lock still held",
+			break_: func(sc *scenario) {
+				s := sc.normalSend(1)
+				_, started := sc.abandonFirst(s, true)
+				sc.effect(s, "too-soon", started.Add(lockHold/2), true)
+			},
+			want: "before its lock (held at least 2s) could expire",
+		},
+		{
+			name: "a charge after an abandoned invocation that had recorded the completion",
+			break_: func(sc *scenario) {
+				// With -crash, the records processed alongside the crashed one
+				// carry its abandoned request id: that alone excuses nothing.
+				s := sc.normalSend(1)
+				req, _ := sc.abandonFirst(s, false)
+				sc.obs.Completions = append(sc.obs.Completions, Completion{Key: s.Key, RequestID: req, At: later.Add(-time.Minute), OK: true})
+				sc.effect(s, "redelivery", later, true)
+			},
+			want: "after the key's completion was recorded",
+		},
+		{
+			name: "a charge by an invocation no mapping reported",
+			break_: func(sc *scenario) {
+				s := sc.normalSend(1)
+				req, _ := sc.abandonFirst(s, false)
+				delete(sc.obs.Invocations, req)
+				sc.effect(s, "redelivery", later, true)
+			},
+			want: "which no event source mapping reported",
+		},
+		{
+			name: "a processable key with no side effect, its copies at the operator queue",
+			break_: func(sc *scenario) {
+				s := sc.normalSend(1)
+				sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == s.Key })
+				for _, snd := range sc.w.Sends {
+					if snd.Key == s.Key {
+						sc.obs.Operator[snd.ID] = []Arrival{{Send: snd.ID, Key: s.Key, MessageID: "op-" + snd.ID, Reason: "max-attempts"}}
+					}
+				}
+			},
+			want: "has no side effect, although its handler succeeds: every copy ran out of retries",
+		},
 		{
 			name:   "a send never deleted and not at the operator is lost",
 			break_: func(sc *scenario) { delete(sc.obs.Acked, sc.normalSend(2).ID) },
@@ -110,7 +229,7 @@ func TestSummarizeViolations(t *testing.T) {
 				s := sc.normalSend(1)
 				sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == s.Key })
 			},
-			want: "lost:",
+			want: "has no side effect",
 			check: func(t *testing.T, s Summary) {
 				if !strings.Contains(s.LostSends[0], "no side effect") {
 					t.Errorf("lost sends %v", s.LostSends)
@@ -118,12 +237,19 @@ func TestSummarizeViolations(t *testing.T) {
 			},
 		},
 		{
-			name: "a second side effect from a completed invocation is a duplicate",
+			name: "a send that reached the operator queue twice",
 			break_: func(sc *scenario) {
-				s := sc.normalSend(2)
-				sc.ledger = append(sc.ledger, Entry{Seq: 999, Key: s.Key, Send: s.ID, RequestID: "another"})
+				for id, as := range sc.obs.Operator {
+					sc.obs.Operator[id] = append(as, Arrival{Send: id, Key: as[0].Key, MessageID: "again", Reason: as[0].Reason})
+					return
+				}
 			},
-			want: "2 side effects, 2 of them from invocations that completed normally",
+			want: "reached the operator queue 2 times",
+			check: func(t *testing.T, s Summary) {
+				if s.Operator.Total != 3 {
+					t.Errorf("operator total %d, want every arrival counted (3)", s.Operator.Total)
+				}
+			},
 		},
 		{
 			name:   "a message left in the DLQ",
@@ -147,7 +273,7 @@ func TestSummarizeViolations(t *testing.T) {
 			if s.OK || !strings.Contains(strings.Join(s.Violations, "\n"), tt.want) {
 				t.Fatalf("OK=%v violations %v, want one with %q", s.OK, s.Violations, tt.want)
 			}
-			if !strings.Contains(s.Render(), "verdict: FAILED") {
+			if text := s.Render(); !strings.Contains(text, "verdict: FAILED") || strings.Contains(text, "verdict: OK") {
 				t.Error("report does not say FAILED")
 			}
 			if tt.check != nil {
@@ -157,30 +283,72 @@ func TestSummarizeViolations(t *testing.T) {
 	}
 }
 
-// TestSummarizeDocumentedWindow: a key whose first side effect was followed by
-// an abandoned invocation has two side effects, named as the documented
-// window, and the run is still OK.
+// TestSummarizeDocumentedWindow: a key whose first side effect was made by an
+// invocation abandoned before recording its completion, and charged again
+// once that lock expired, is named as the documented window; the run is OK.
 func TestSummarizeDocumentedWindow(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		crash      bool
+		failedOnly bool // the completion write failed; the invocation ended normally
+		cause      string
+	}{
+		{"crash", true, false, "abandoned at its timeout: crash injected by -crash"},
+		{"timeout", false, false, "abandoned at its timeout"},
+		{"failed completion write", false, true, "its COMPLETED write failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sc := newScenario(t)
+			s1 := sc.normalSend(1)
+			req, started := sc.abandonFirst(s1, tt.crash)
+			if tt.failedOnly {
+				sc.obs.Invocations[req] = InvocationInfo{Started: started}
+				sc.obs.Completions = append(sc.obs.Completions, Completion{Key: s1.Key, RequestID: req, At: started.Add(20 * time.Millisecond)})
+			}
+			sc.effect(s1, "redelivery", started.Add(lockHold), true)
+			s := sc.summarize()
+			if !s.OK {
+				t.Fatalf("violations %v", s.Violations)
+			}
+			if s.SideEffects.Multiple != 1 || s.SideEffects.InWindow != 1 || len(s.Window.Keys) != 1 {
+				t.Fatalf("side effects %+v window %+v", s.SideEffects, s.Window)
+			}
+			k := s.Window.Keys[0]
+			if k.Key != s1.Key || k.Injected != tt.crash || k.SideEffects != 2 || len(k.Causes) != 1 || k.Causes[0] != (WindowCause{RequestID: req, Cause: tt.cause}) {
+				t.Errorf("window key %+v", k)
+			}
+			text := s.Render()
+			for _, want := range []string{"documented window     1 keys had a second side effect", tt.cause, "except 1 inside the documented window"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("report lacks %q:\n%s", want, text)
+				}
+			}
+		})
+	}
+}
+
+// TestSummarizeExhaustedRetries: with -max-receive-count/-max-attempts
+// chosen so low that a transient key runs out of retries, its absence from
+// the ledger is reported, not failed, and the verdict says so.
+func TestSummarizeExhaustedRetries(t *testing.T) {
+	t.Parallel()
 	sc := newScenario(t)
+	sc.ev.RetriesOverride = true
 	s1 := sc.normalSend(1)
-	for i := range sc.ledger {
-		if sc.ledger[i].Key == s1.Key {
-			sc.ledger[i].Crash = true
-			sc.obs.Abandoned[sc.ledger[i].RequestID] = true
+	sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == s1.Key })
+	for _, snd := range sc.w.Sends {
+		if snd.Key == s1.Key {
+			sc.obs.Operator[snd.ID] = []Arrival{{Send: snd.ID, Key: s1.Key, MessageID: "op-" + snd.ID, Reason: "max-attempts"}}
 		}
 	}
-	sc.ledger = append(sc.ledger, Entry{Seq: 500, Key: s1.Key, Send: s1.ID, RequestID: "redelivery"})
 	s := sc.summarize()
-	if !s.OK {
-		t.Fatalf("violations %v", s.Violations)
-	}
-	if s.SideEffects.Multiple != 1 || s.SideEffects.InWindow != 1 || len(s.Window.Keys) != 1 ||
-		s.Window.Keys[0].Key != s1.Key || !s.Window.Keys[0].Injected || s.Window.Keys[0].SideEffects != 2 {
-		t.Errorf("side effects %+v window %+v", s.SideEffects, s.Window)
+	if !s.OK || s.SideEffects.Exhausted != 1 || s.Lost != 0 {
+		t.Fatalf("ok %v exhausted %d lost %d violations %v", s.OK, s.SideEffects.Exhausted, s.Lost, s.Violations)
 	}
 	text := s.Render()
-	for _, want := range []string{"documented window     1 keys had a second side effect", "crash injected by -crash", "except 1 inside the documented window"} {
+	for _, want := range []string{"retries ran out     1 processable keys", "except 1 whose retries ran out before they could run", "reached the operator queue (max-attempts) although its handler succeeds"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
@@ -204,6 +372,9 @@ func TestSummaryJSONFields(t *testing.T) {
 	}
 	if v, _ := m["violations"].([]any); v == nil {
 		t.Error("violations must be [] rather than null, for jq users")
+	}
+	if k, _ := m["documentedWindow"].(map[string]any)["keys"].([]any); k == nil {
+		t.Error("documentedWindow.keys must be [] rather than null, for jq users")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,11 +20,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/localesm"
-	"github.com/sqs-once/sqs-once/internal/processor"
-	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+const (
+	// peekVisibility hides a message received from a deployed operator queue
+	// while the runner looks at it; other producers' messages are left to
+	// reappear after it, untouched.
+	peekVisibility = 30 * time.Second
+	// peekBackoffMax bounds the pause after receiving only other producers'
+	// messages, so a busy operator queue is sampled, never spun on.
+	peekBackoffMax = 20 * time.Second
 )
 
 // stackNotChecked is what a run against a deployed stack cannot see: the
@@ -36,24 +45,30 @@ var stackNotChecked = []string{
 	"transient, permanent and crashing keys (they need the demo's own handler; run without -stack)",
 }
 
-// stackRun is a deployed stack as the runner needs it.
+// tableReader is the part of the DynamoDB client a run against a deployed
+// stack uses: it only reads the idempotency table.
+type tableReader interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+var _ tableReader = (*dynamodb.Client)(nil)
+
+// stackRun is one run of the workload against a deployed stack.
 type stackRun struct {
-	sqs       *sqs.Client
-	ddb       *dynamodb.Client
-	mainURL   string
-	dlqURL    string
-	opURL     string
-	table     string
-	prefix    string
-	key       processor.KeySource
-	keyAttr   string // set when the stack keys on a message attribute
-	replayCfg replay.Config
-	maxRecv   int
-	// visibility is the main queue's visibility timeout.
-	visibility time.Duration
-	timeout    time.Duration
-	// lockTimeout is LOCK_TIMEOUT, 0 for the invocation's deadline.
-	lockTimeout time.Duration
+	opts     Options
+	info     *stackInfo
+	api      queueAPI
+	ddb      tableReader
+	w        Workload
+	producer *producer
+	tracker  *Tracker
+	// keyAttr is set when the stack keys on a message attribute.
+	keyAttr string
+	// expected is the idempotency key of each send, "" when the processor
+	// cannot key it (poison); completed holds the keys seen COMPLETED.
+	expected  map[string]string
+	completed map[string]bool
+	start     time.Time
 }
 
 func stackAWSConfig(ctx context.Context, opts Options) (aws.Config, error) {
@@ -71,62 +86,17 @@ func stackAWSConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	return cfg, nil
 }
 
-func describeStackRun(ctx context.Context, awsCfg aws.Config, name string) (*stackRun, error) {
-	st, err := samstack.Describe(ctx, awsCfg, name)
-	if err != nil {
-		return nil, err
-	}
-	r := &stackRun{sqs: sqs.NewFromConfig(awsCfg), ddb: dynamodb.NewFromConfig(awsCfg)}
-	for key, dst := range map[string]*string{"MainQueueUrl": &r.mainURL, "DeadLetterQueueUrl": &r.dlqURL, "OperatorQueueUrl": &r.opURL, "IdempotencyTableName": &r.table} {
-		if *dst, err = st.Output(key); err != nil {
-			return nil, fmt.Errorf("%w: is %s an sqs-once stack?", err, name)
-		}
-	}
-	proc, ok := st.Functions[processorFunction]
-	if !ok {
-		return nil, fmt.Errorf("stack %s has no %s", name, processorFunction)
-	}
-	pcfg, err := processor.LoadConfig(envconfig.Map(proc.Env))
-	if err != nil {
-		return nil, fmt.Errorf("%s's environment: %w", processorFunction, err)
-	}
-	r.prefix, r.key, r.timeout, r.lockTimeout = pcfg.KeyPrefix, pcfg.Key, proc.Timeout, pcfg.LockTimeout
-	if name, ok := strings.CutPrefix(pcfg.Key.String(), "attribute:"); ok {
-		r.keyAttr = name
-	}
-	rep, ok := st.Functions[replayerFunction]
-	if !ok {
-		return nil, fmt.Errorf("stack %s has no %s", name, replayerFunction)
-	}
-	if r.replayCfg, err = replay.LoadConfig(envconfig.Map(rep.Env)); err != nil {
-		return nil, fmt.Errorf("%s's environment: %w", replayerFunction, err)
-	}
-	if r.maxRecv, err = maxReceiveCount(ctx, r.sqs, r.mainURL); err != nil {
-		return nil, err
-	}
-	out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(r.mainURL),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameVisibilityTimeout},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the visibility timeout of %s: %w", r.mainURL, err)
-	}
-	secs, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)])
-	r.visibility = time.Duration(secs) * time.Second
-	return r, nil
-}
-
 // estimate is how long the slowest message of the workload takes with the
 // stack's own timings: a poison message is received maxReceiveCount times a
 // visibility timeout apart, on the main queue and after each replay, and
 // waits for every replay's delay. FAILURE_BACKOFF_BASE would add to it.
-func (r *stackRun) estimate(poison bool) time.Duration {
+func (s *stackInfo) estimate(poison bool) time.Duration {
 	if !poison {
 		return 5 * time.Minute
 	}
-	d := time.Duration((r.replayCfg.MaxAttempts+1)*r.maxRecv) * r.visibility
-	for n := 1; n <= r.replayCfg.MaxAttempts; n++ {
-		d += r.replayCfg.Backoff.Ceiling(n)
+	d := time.Duration((s.replayCfg.MaxAttempts+1)*s.maxReceiveCount) * s.visibility
+	for n := 1; n <= s.replayCfg.MaxAttempts; n++ {
+		d += s.replayCfg.Backoff.Ceiling(n)
 	}
 	return d
 }
@@ -134,7 +104,7 @@ func (r *stackRun) estimate(poison bool) time.Duration {
 // keyedOnBody reports whether the stack's idempotency key comes from the body,
 // so a re-send with a new messageId is a duplicate and a body without the key
 // is a poison message.
-func (r *stackRun) keyedOnBody() bool { return r.key.String() == "body:/orderId" }
+func (s *stackInfo) keyedOnBody() bool { return s.processorCfg.Key.String() == "body:/orderId" }
 
 func runStack(ctx context.Context, opts Options, progressOut io.Writer) (Summary, error) {
 	start := time.Now()
@@ -142,21 +112,27 @@ func runStack(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	if err != nil {
 		return Summary{}, err
 	}
-	r, err := describeStackRun(ctx, awsCfg, opts.Stack)
+	st, err := samstack.Describe(ctx, awsCfg, opts.Stack)
 	if err != nil {
 		return Summary{}, err
 	}
-	if k := r.key.String(); strings.HasPrefix(k, "body:") && k != "body:/orderId" {
-		return Summary{}, fmt.Errorf("stack %s keys on %s, but the demo's messages carry their order id in /orderId: run the demo against a stack with IdempotencyKey body:/orderId, messageId or attribute:<name>", opts.Stack, k)
+	api := sqs.NewFromConfig(awsCfg)
+	info, err := loadStack(ctx, api, st)
+	if err != nil {
+		return Summary{}, err
+	}
+	key := info.processorCfg.Key.String()
+	if strings.HasPrefix(key, "body:") && !info.keyedOnBody() {
+		return Summary{}, fmt.Errorf("stack %s keys on %s, but the demo's messages carry their order id in /orderId: run the demo against a stack with IdempotencyKey body:/orderId, messageId or attribute:<name>", opts.Stack, key)
 	}
 	var notes []string
-	spec := opts.spec(r.maxRecv)
+	spec := opts.spec(info.maxReceiveCount)
 	spec.Transient, spec.Permanent, spec.Crash = 0, 0, 0
-	if !r.keyedOnBody() && spec.Poison > 0 {
-		notes = append(notes, fmt.Sprintf("no poison messages: the stack keys on %s, so no message of this workload can be made unprocessable", r.key))
+	if !info.keyedOnBody() && spec.Poison > 0 {
+		notes = append(notes, fmt.Sprintf("no poison messages: the stack keys on %s, so no message of this workload can be made unprocessable", key))
 		spec.Poison = 0
 	}
-	if r.key.String() == "messageId" {
+	if key == "messageId" {
 		notes = append(notes, "the stack keys on messageId: a re-send with a new messageId is a new message to it by design, so re-sent keys are processed once per send (set IdempotencyKey to body:/orderId to suppress them)")
 	}
 	w, err := NewWorkload(spec, opts.Seed, newRunID())
@@ -165,56 +141,60 @@ func runStack(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	}
 	if spec.Poison > 0 {
 		fmt.Fprintf(progressOut, "poison messages need about %s to reach the operator queue with this stack's timings (visibility timeout %s, maxReceiveCount %d, MaxAttempts %d); -poison 0 checks the rest in minutes\n",
-			r.estimate(true).Round(time.Minute), r.visibility, r.maxRecv, r.replayCfg.MaxAttempts)
+			info.estimate(true).Round(time.Minute), info.visibility, info.maxReceiveCount, info.replayCfg.MaxAttempts)
 	}
-
-	tracker := NewTracker()
-	hide := func(ctx context.Context, receipt string) {
-		// Leave other producers' messages visible to the real operator.
-		_, _ = r.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(r.opURL), ReceiptHandle: aws.String(receipt)})
+	r := &stackRun{
+		opts: opts, info: info, api: api, ddb: dynamodb.NewFromConfig(awsCfg), w: w, tracker: NewTracker(),
+		completed: map[string]bool{}, start: start,
 	}
-	op, err := localesm.New(r.sqs, localesm.Config{QueueURL: r.opURL, FunctionName: "operator", Pollers: 1, Timeout: 30 * time.Second},
-		operatorHandler(tracker, w, hide))
+	if name, ok := strings.CutPrefix(key, "attribute:"); ok {
+		r.keyAttr = name
+	}
+	r.producer = &producer{api: api, url: info.mainURL, w: w, keys: w.KeyIndex(), body: r.body, attrs: r.attrs}
+	sum, err := r.execute(ctx, progressOut)
 	if err != nil {
 		return Summary{}, err
 	}
+	sum.Unexpected = append(notes, sum.Unexpected...)
+	return sum, nil
+}
+
+func (r *stackRun) execute(ctx context.Context, progressOut io.Writer) (Summary, error) {
 	pollCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = op.Run(pollCtx) })
+	var watcher sync.WaitGroup
+	watcher.Go(func() { r.watchOperator(pollCtx) })
 
-	fmt.Fprintf(progressOut, "sending %d messages for %d keys to %s...\n", len(w.Sends), len(w.Keys), r.mainURL)
-	ids, err := sendAll(ctx, r.sqs, r.mainURL, w, w.Sends, r.bodyFor, r.attrsFor)
+	fmt.Fprintf(progressOut, "sending %d messages for %d keys to %s...\n", len(r.w.Sends), len(r.w.Keys), r.info.mainURL)
+	ids, err := r.producer.send(ctx, r.w.Sends)
 	if err != nil {
 		stop()
-		wg.Wait()
+		watcher.Wait()
 		return Summary{}, err
 	}
-	expected := r.expectedKeys(w, ids)
+	r.expected = r.expectedKeys(ids)
 
 	prog := newProgressWriter(progressOut)
-	completed := map[string]bool{}
-	wait := opts.Wait
+	wait := r.opts.Wait
 	if wait == 0 {
-		wait = r.estimate(spec.Poison > 0) + 5*time.Minute
+		wait = r.info.estimate(r.w.Stats().Poison > 0) + 5*time.Minute
 	}
-	waitErr := r.waitStack(pollCtx, w, expected, completed, tracker, prog, start, wait)
+	waitErr := r.wait(pollCtx, prog, wait)
 	prog.Done()
 	stop()
-	wg.Wait()
+	watcher.Wait()
 	if waitErr != nil && ctx.Err() != nil {
 		return Summary{}, waitErr
 	}
 
-	left, err := leftInQueues(context.WithoutCancel(ctx), r.sqs, r.mainURL, r.dlqURL)
+	left, err := r.info.leftInQueues(context.WithoutCancel(ctx), r.api)
 	if err != nil {
 		return Summary{}, err
 	}
-	obs := tracker.Snapshot()
+	obs := r.tracker.Snapshot()
 	obs.Left = left
-	obs.Elapsed = time.Since(start)
-	sum := summarizeStack(w, expected, completed, obs, opts.Seed, r)
-	sum.Unexpected = append(notes, sum.Unexpected...)
+	obs.Elapsed = time.Since(r.start)
+	sum := r.summarize(obs)
 	if waitErr != nil {
 		sum.Violations = append(sum.Violations, waitErr.Error())
 		sum.OK = false
@@ -222,14 +202,14 @@ func runStack(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	return sum, nil
 }
 
-// bodyFor leaves the orderId out of poison messages when the stack keys on
-// the body: the processor then cannot key them, fails them, and they go
-// through the DLQ and the replays to the operator queue.
-func (r *stackRun) bodyFor(w Workload, s Send, k Key) string {
-	return w.Body(s, k.Kind, k.Kind == Poison && r.keyedOnBody())
+// body leaves the orderId out of poison messages when the stack keys on the
+// body: the processor then cannot key them, fails them, and they go through
+// the DLQ and the replays to the operator queue.
+func (r *stackRun) body(s Send, k Key) string {
+	return r.w.Body(s, k.Kind, k.Kind == Poison && r.info.keyedOnBody())
 }
 
-func (r *stackRun) attrsFor(s Send) map[string]string {
+func (r *stackRun) attrs(s Send) map[string]string {
 	if r.keyAttr == "" {
 		return nil
 	}
@@ -238,16 +218,15 @@ func (r *stackRun) attrsFor(s Send) map[string]string {
 
 // expectedKeys predicts, with the processor's own key logic, the idempotency
 // key of each send; "" for a send the processor cannot key (poison).
-func (r *stackRun) expectedKeys(w Workload, messageIDs map[string]string) map[string]string {
-	keys := w.KeyIndex()
+func (r *stackRun) expectedKeys(messageIDs map[string]string) map[string]string {
+	keys := r.w.KeyIndex()
 	out := map[string]string{}
-	for _, s := range w.Sends {
-		msg := events.SQSMessage{MessageId: messageIDs[s.ID], Body: r.bodyFor(w, s, keys[s.Key])}
-		if a := r.attrsFor(s); a != nil {
-			v := a[r.keyAttr]
-			msg.MessageAttributes = map[string]events.SQSMessageAttribute{r.keyAttr: {DataType: "String", StringValue: &v}}
+	for _, s := range r.w.Sends {
+		msg := events.SQSMessage{MessageId: messageIDs[s.ID], Body: r.body(s, keys[s.Key])}
+		if r.keyAttr != "" {
+			msg.MessageAttributes = map[string]events.SQSMessageAttribute{r.keyAttr: {DataType: "String", StringValue: aws.String(s.Key)}}
 		}
-		k, err := r.key.Key(msg)
+		k, err := r.info.processorCfg.Key.Key(msg)
 		if err != nil {
 			k = ""
 		}
@@ -256,38 +235,90 @@ func (r *stackRun) expectedKeys(w Workload, messageIDs map[string]string) map[st
 	return out
 }
 
-// waitStack polls the idempotency table for COMPLETED records and the queues'
+// watchOperator receives from the deployed operator queue until ctx ends.
+// This run's messages are recorded and deleted. Other messages are counted
+// and left alone: hidden for peekVisibility, then visible again to whoever
+// else reads the queue. After a batch with none of this run's messages it
+// pauses, longer each time, so a queue full of other messages is sampled
+// rather than received in a loop.
+func (r *stackRun) watchOperator(ctx context.Context) {
+	keyOf := map[string]string{}
+	for _, s := range r.w.Sends {
+		keyOf[s.ID] = s.Key
+	}
+	var pause time.Duration
+	for ctx.Err() == nil {
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+		}
+		out, err := r.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:              aws.String(r.info.opURL),
+			MaxNumberOfMessages:   10,
+			WaitTimeSeconds:       20,
+			VisibilityTimeout:     int32(peekVisibility / time.Second),
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			pause = min(max(2*pause, time.Second), peekBackoffMax)
+			continue
+		}
+		var mine []sqstypes.DeleteMessageBatchRequestEntry
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			a, ok := arrival(r.w.RunID, keyOf, id, aws.ToString(m.Body),
+				aws.ToString(m.MessageAttributes[sqsmsg.AttrReason].StringValue), aws.ToString(m.MessageAttributes[sqsmsg.AttrReplayCount].StringValue))
+			if !ok {
+				r.tracker.Foreign(id)
+				continue
+			}
+			r.tracker.AtOperator(a)
+			mine = append(mine, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(len(mine))), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(mine) > 0 {
+			// A failed delete only brings the message back; the Tracker
+			// counts one arrival per message id.
+			_, _ = r.api.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.info.opURL), Entries: mine})
+		}
+		switch {
+		case len(out.Messages) > 0 && len(mine) == 0:
+			pause = min(max(2*pause, time.Second), peekBackoffMax)
+		default:
+			pause = 0
+		}
+	}
+}
+
+// wait polls the idempotency table for COMPLETED records and the queues'
 // depths until every send has reached an end and the queues are drained.
-func (r *stackRun) waitStack(ctx context.Context, w Workload, expected map[string]string, completed map[string]bool,
-	t *Tracker, prog *progressWriter, start time.Time, wait time.Duration) error {
-	ctx, cancel := context.WithDeadline(ctx, start.Add(wait))
+func (r *stackRun) wait(ctx context.Context, prog *progressWriter, wait time.Duration) error {
+	ctx, cancel := context.WithDeadline(ctx, r.start.Add(wait))
 	defer cancel()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
-		if err := r.pollCompleted(ctx, expected, completed); err != nil && ctx.Err() == nil {
+		if err := r.pollCompleted(ctx); err != nil && ctx.Err() == nil {
 			return err
 		}
-		obs := t.Snapshot()
+		obs := r.tracker.Snapshot()
 		resolved := 0
-		for _, s := range w.Sends {
-			if _, op := obs.Operator[s.ID]; op || (expected[s.ID] != "" && completed[expected[s.ID]]) {
+		for _, s := range r.w.Sends {
+			if len(obs.Operator[s.ID]) > 0 || r.completed[r.expected[s.ID]] {
 				resolved++
 			}
 		}
 		now := time.Now()
-		prog.Update(Progress{Resolved: resolved, Sent: len(w.Sends), Processed: len(completed), Operator: len(obs.Operator), Elapsed: now.Sub(start)}, now, false)
-		if resolved == len(w.Sends) {
-			main, err1 := queueDepth(ctx, r.sqs, r.mainURL)
-			dlq, err2 := queueDepth(ctx, r.sqs, r.dlqURL)
-			if err1 == nil && err2 == nil && main == 0 && dlq == 0 {
-				return nil
-			}
+		prog.Update(Progress{Resolved: resolved, Sent: len(r.w.Sends), Processed: len(r.completed), Operator: len(obs.Operator), Elapsed: now.Sub(r.start)}, now, false)
+		if resolved == len(r.w.Sends) && drained(ctx, r.api, r.info.mainURL, r.info.dlqURL) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (raise -wait: the stack's own visibility timeout and backoff apply)", wait, resolved, len(w.Sends))
+				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (raise -wait: the stack's own visibility timeout and backoff apply)", wait, resolved, len(r.w.Sends))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -296,88 +327,56 @@ func (r *stackRun) waitStack(ctx context.Context, w Workload, expected map[strin
 }
 
 // pollCompleted reads the idempotency records of the keys not yet seen
-// COMPLETED. The record id is "<KEY_PREFIX>#<key>" (the lock protocol's).
-func (r *stackRun) pollCompleted(ctx context.Context, expected map[string]string, completed map[string]bool) error {
-	var pending []string
-	seen := map[string]bool{}
-	for _, k := range expected {
-		if k != "" && !completed[k] && !seen[k] {
-			seen[k] = true
-			pending = append(pending, k)
+// COMPLETED, with the record schema dedupe exports.
+func (r *stackRun) pollCompleted(ctx context.Context) error {
+	table, prefix := r.info.table, r.info.processorCfg.KeyPrefix
+	byID := map[string]string{}
+	for _, k := range r.expected {
+		if k != "" && !r.completed[k] {
+			byID[dedupe.RecordID(prefix, k)] = k
 		}
 	}
-	slices.Sort(pending)
-	for start := 0; start < len(pending); start += 100 {
-		chunk := pending[start:min(start+100, len(pending))]
-		req := map[string]ddbtypes.KeysAndAttributes{r.table: {ConsistentRead: aws.Bool(true)}}
-		ka := req[r.table]
-		for _, k := range chunk {
-			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: r.prefix + "#" + k}})
+	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(byID)), 100) {
+		ka := ddbtypes.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+		for _, id := range chunk {
+			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{dedupe.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}})
 		}
-		req[r.table] = ka
 		// Unprocessed keys are simply read again on the next poll.
-		out, err := r.ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		out, err := r.ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{table: ka}})
 		if err != nil {
-			return fmt.Errorf("read the idempotency table %s: %w", r.table, err)
+			return fmt.Errorf("read the idempotency table %s: %w", table, err)
 		}
-		for _, item := range out.Responses[r.table] {
-			id, _ := item["id"].(*ddbtypes.AttributeValueMemberS)
-			status, _ := item["status"].(*ddbtypes.AttributeValueMemberS)
-			if id != nil && status != nil && status.Value == "COMPLETED" {
-				completed[strings.TrimPrefix(id.Value, r.prefix+"#")] = true
+		for _, item := range out.Responses[table] {
+			status, _ := item[dedupe.AttrStatus].(*ddbtypes.AttributeValueMemberS)
+			if k, ok := byID[recordID(item)]; ok && status != nil && status.Value == string(dedupe.StatusCompleted) {
+				r.completed[k] = true
 			}
 		}
 	}
 	return nil
 }
 
-func summarizeStack(w Workload, expected map[string]string, completed map[string]bool, obs Observed, seed uint64, r *stackRun) Summary {
-	s := Summary{
-		Mode:            "stack",
-		Seed:            seed,
-		RunID:           w.RunID,
-		DurationSeconds: obs.Elapsed.Seconds(),
-		Workload:        w.Stats(),
-		Timings: Timings{
-			VisibilityTimeoutSeconds: int(r.visibility / time.Second),
-			FunctionTimeoutSeconds:   int(r.timeout / time.Second),
-			LockTimeoutSeconds:       int(r.lockTimeout / time.Second),
-			MaxReceiveCount:          r.maxRecv,
-			MaxAttempts:              r.replayCfg.MaxAttempts,
-			BackoffBaseSeconds:       r.replayCfg.Backoff.Base.Seconds(),
-			BackoffRate:              r.replayCfg.Backoff.Rate,
-			MaxDelaySeconds:          int(r.replayCfg.Backoff.Cap / time.Second),
-			Jitter:                   string(r.replayCfg.Backoff.Strategy),
-		},
-		Sent:         len(w.Sends),
-		UniqueKeys:   len(w.Keys),
-		LeftInQueues: obs.Left,
-		Operator:     OpStats{Total: len(obs.Operator), ByReason: map[string]int{}},
-		Replays:      ReplayStats{ByAttempt: []ReplayAttempt{}},
-		Violations:   []string{},
-		Unexpected:   []string{},
-		Checked: []string{
-			"an idempotency record COMPLETED for every key sent",
-			"poison messages at the operator queue with their reason",
-			"every message completed or at the operator queue (lost: 0)",
-			"main queue and dead-letter queue drained",
-		},
-		NotChecked: stackNotChecked,
+func (r *stackRun) summarize(obs Observed) Summary {
+	s := newSummary("stack", r.opts.Seed, r.w, obs, r.info.timings())
+	s.Checked = []string{
+		"an idempotency record COMPLETED for every key sent",
+		"poison messages at the operator queue with their reason, each once",
+		"every message completed or at the operator queue (lost: 0)",
+		"main queue and dead-letter queue drained",
 	}
-	for _, a := range obs.Operator {
-		s.Operator.ByReason[reasonOrUnknown(a.Reason)]++
-	}
-	s.Processed = len(completed)
-	keys := w.KeyIndex()
-	for _, snd := range w.Sends {
-		_, atOp := obs.Operator[snd.ID]
-		k := expected[snd.ID]
+	s.NotChecked = stackNotChecked
+	s.Foreign = obs.Foreign
+	s.Processed = len(r.completed)
+	keys := r.w.KeyIndex()
+	for _, snd := range r.w.Sends {
+		ops := obs.Operator[snd.ID]
+		k := r.expected[snd.ID]
 		switch {
-		case atOp:
+		case len(ops) > 0:
 			if keys[snd.Key].Kind != Poison {
-				s.Unexpected = append(s.Unexpected, fmt.Sprintf("%s reached the operator queue (%s) although it is processable", snd.ID, reasonOrUnknown(obs.Operator[snd.ID].Reason)))
+				s.Unexpected = append(s.Unexpected, fmt.Sprintf("%s reached the operator queue (%s) although it is processable", snd.ID, reasonOrUnknown(ops[0].Reason)))
 			}
-		case k != "" && completed[k]:
+		case k != "" && r.completed[k]:
 		default:
 			s.Lost++
 			s.LostSends = append(s.LostSends, snd.ID+" (no COMPLETED idempotency record for its key, not at the operator queue)")

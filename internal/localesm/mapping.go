@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,9 +64,6 @@ const (
 type Config struct {
 	// QueueURL is the queue to poll (required).
 	QueueURL string
-	// QueueARN is the eventSourceARN of every record; looked up with
-	// GetQueueAttributes when empty.
-	QueueARN string
 	// FunctionName names the function in logs and in the invocation's
 	// lambdacontext; defaults to the queue's name.
 	FunctionName string
@@ -81,8 +77,15 @@ type Config struct {
 	Pollers int
 	// Timeout is the function timeout: the invocation's context deadline, after
 	// which the invocation is abandoned and its records are left (default 3 s,
-	// Lambda's default).
+	// Lambda's default). Like Lambda, Check refuses a timeout longer than the
+	// queue's visibility timeout: the records would come back, and be
+	// processed again, while their invocation still runs.
 	Timeout time.Duration
+	// ReportBatchItemFailures is FunctionResponseTypes containing
+	// ReportBatchItemFailures. Without it Lambda ignores the handler's
+	// response: a successful invocation deletes the whole batch, whatever
+	// batchItemFailures says.
+	ReportBatchItemFailures bool
 	// WaitTime is the long-poll wait of each ReceiveMessage (0..20 s, default
 	// 20 s as Lambda uses). It does not delay stopping: Run cancels the poll.
 	WaitTime time.Duration
@@ -113,19 +116,6 @@ type Invocation struct {
 	Duration  time.Duration
 }
 
-// Stats are running totals of a Mapping.
-type Stats struct {
-	Invocations   int64
-	Records       int64
-	Deleted       int64
-	Left          int64
-	Errors        int64 // invocations that failed as a whole
-	Timeouts      int64
-	ReceiveErrors int64
-	DeleteErrors  int64
-	InFlight      int64
-}
-
 // Mapping polls one queue and invokes one handler.
 type Mapping struct {
 	api     SQSAPI
@@ -133,17 +123,16 @@ type Mapping struct {
 	handler Handler
 	log     *slog.Logger
 
+	// Set by Check.
+	checked                  bool
 	arn, region, functionARN string
 
 	// handlers counts handler goroutines, including abandoned ones, so Run
 	// returns only when nothing it started is still running.
 	handlers sync.WaitGroup
-
-	invocations, records, deleted, left, errs, timeouts atomic.Int64
-	receiveErrs, deleteErrs, inFlight                   atomic.Int64
 }
 
-// New validates cfg and returns a Mapping; call Run to start polling.
+// New validates cfg and returns a Mapping; call Check, then Run.
 func New(api SQSAPI, cfg Config, h Handler) (*Mapping, error) {
 	if api == nil || h == nil {
 		return nil, fmt.Errorf("%w: nil SQS client or handler", ErrConfig)
@@ -208,9 +197,9 @@ func (c *Config) setDefaults() error {
 // their timeout) and have their records deleted; Run returns once every
 // handler goroutine it started has returned, abandoned ones included, so a
 // handler that ignores its context's cancellation keeps Run waiting. Run
-// returns an error only when the queue's ARN cannot be found.
+// calls Check first if it has not been called, and returns its error.
 func (m *Mapping) Run(ctx context.Context) error {
-	if err := m.resolveARN(ctx); err != nil {
+	if err := m.Check(ctx); err != nil {
 		return err
 	}
 	var pollers sync.WaitGroup
@@ -222,45 +211,48 @@ func (m *Mapping) Run(ctx context.Context) error {
 	return nil
 }
 
-// Stats returns the running totals.
-func (m *Mapping) Stats() Stats {
-	return Stats{
-		Invocations:   m.invocations.Load(),
-		Records:       m.records.Load(),
-		Deleted:       m.deleted.Load(),
-		Left:          m.left.Load(),
-		Errors:        m.errs.Load(),
-		Timeouts:      m.timeouts.Load(),
-		ReceiveErrors: m.receiveErrs.Load(),
-		DeleteErrors:  m.deleteErrs.Load(),
-		InFlight:      m.inFlight.Load(),
+// Check looks the queue up as Lambda does when a mapping is created: its ARN
+// (every record's eventSourceARN) and its visibility timeout, which must not
+// be shorter than the function timeout (an error wrapping ErrConfig). Call it
+// for every mapping before running any, so a bad one stops nothing half
+// started. It is not safe to call concurrently with Run.
+func (m *Mapping) Check(ctx context.Context) error {
+	if m.checked {
+		return nil
 	}
-}
-
-// QueueARN is the eventSourceARN of the records, known once Run has started.
-func (m *Mapping) QueueARN() string { return m.arn }
-
-func (m *Mapping) resolveARN(ctx context.Context) error {
-	m.arn = m.cfg.QueueARN
-	if m.arn == "" {
-		out, err := m.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl:       aws.String(m.cfg.QueueURL),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-		})
-		if err != nil {
-			return fmt.Errorf("localesm: find the ARN of %s: %w", m.cfg.QueueURL, err)
-		}
-		m.arn = out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
-		if m.arn == "" {
-			return fmt.Errorf("localesm: %s has no QueueArn attribute", m.cfg.QueueURL)
-		}
+	out, err := m.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(m.cfg.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameQueueArn,
+			sqstypes.QueueAttributeNameVisibilityTimeout,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("localesm: read the attributes of %s: %w", m.cfg.QueueURL, err)
 	}
-	m.region = regionFromARN(m.arn)
+	arn := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return fmt.Errorf("localesm: %s has no QueueArn attribute", m.cfg.QueueURL)
+	}
+	raw := out.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)]
+	secs, err := strconv.Atoi(raw)
+	if err != nil {
+		return fmt.Errorf("localesm: %s has no valid VisibilityTimeout attribute (%q)", m.cfg.QueueURL, raw)
+	}
+	if visibility := time.Duration(secs) * time.Second; m.cfg.Timeout > visibility {
+		// Lambda's CreateEventSourceMapping refuses this with
+		// InvalidParameterValueException for the same reason.
+		return fmt.Errorf("%w: function %s's timeout %s is longer than the visibility timeout %s of %s: its records would be delivered again while it still runs",
+			ErrConfig, m.cfg.FunctionName, m.cfg.Timeout, visibility, m.cfg.QueueURL)
+	}
+	m.arn = arn
+	m.region = regionFromARN(arn)
 	account := "000000000000"
-	if parts := strings.SplitN(m.arn, ":", 6); len(parts) == 6 && parts[4] != "" {
+	if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 && parts[4] != "" {
 		account = parts[4]
 	}
 	m.functionARN = fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", m.region, account, m.cfg.FunctionName)
+	m.checked = true
 	return nil
 }
 
@@ -274,7 +266,6 @@ func (m *Mapping) poll(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			m.receiveErrs.Add(1)
 			m.log.WarnContext(ctx, "receive failed", "queue", m.cfg.QueueURL, "error", err, "retryIn", backoff)
 			select {
 			case <-ctx.Done():
@@ -337,8 +328,6 @@ type outcome struct {
 }
 
 func (m *Mapping) invoke(ctx context.Context, msgs []sqstypes.Message) {
-	m.inFlight.Add(1)
-	defer m.inFlight.Add(-1)
 	inv := Invocation{RequestID: newRequestID(), Started: time.Now()}
 
 	ev, err := NewEvent(msgs, m.arn, m.region)
@@ -351,7 +340,7 @@ func (m *Mapping) invoke(ctx context.Context, msgs []sqstypes.Message) {
 	inv.Duration = time.Since(inv.Started)
 
 	failed := map[string]bool{}
-	if inv.Err == nil {
+	if inv.Err == nil && m.cfg.ReportBatchItemFailures {
 		failed, inv.Err = failedIDs(ev.Records, inv.Response)
 	}
 	var toDelete []sqstypes.Message
@@ -375,20 +364,11 @@ func (m *Mapping) invoke(ctx context.Context, msgs []sqstypes.Message) {
 		inv.DeleteErr = derr
 	}
 
-	m.invocations.Add(1)
-	m.records.Add(int64(len(msgs)))
-	m.deleted.Add(int64(len(inv.Deleted)))
-	m.left.Add(int64(len(inv.Left)))
 	if inv.Err != nil {
-		m.errs.Add(1)
-		if errors.Is(inv.Err, ErrTimeout) {
-			m.timeouts.Add(1)
-		}
 		m.log.WarnContext(ctx, "invocation failed; its records are left to the visibility timeout",
 			"requestId", inv.RequestID, "records", len(msgs), "error", inv.Err)
 	}
 	if inv.DeleteErr != nil {
-		m.deleteErrs.Add(1)
 		m.log.WarnContext(ctx, "delete failed; the records will be delivered again",
 			"requestId", inv.RequestID, "records", len(inv.Left), "error", inv.DeleteErr)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -30,6 +31,8 @@ type fakeSQS struct {
 	failEntry   map[string]bool
 	failCalls   int // the next failCalls DeleteMessageBatch calls fail
 	deleteCalls int
+	// visibility is the queue's VisibilityTimeout attribute; "30" when empty.
+	visibility string
 }
 
 func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
@@ -71,7 +74,11 @@ func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBat
 }
 
 func (f *fakeSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"QueueArn": fakeARN}}, nil
+	vis := f.visibility
+	if vis == "" {
+		vis = "30"
+	}
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"QueueArn": fakeARN, "VisibilityTimeout": vis}}, nil
 }
 
 func (f *fakeSQS) deletedHandles() []string {
@@ -158,6 +165,9 @@ func TestInvocationOutcomes(t *testing.T) {
 		handler     Handler
 		wantDeleted []string
 		wantErr     error
+		// ignoreResponse leaves ReportBatchItemFailures off, as a mapping
+		// without FunctionResponseTypes.
+		ignoreResponse bool
 	}{
 		{
 			name:        "success deletes every record",
@@ -194,11 +204,30 @@ func TestInvocationOutcomes(t *testing.T) {
 			},
 			wantErr: ErrInvalidResponse,
 		},
+		{
+			name:           "without ReportBatchItemFailures a success deletes the whole batch",
+			handler:        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return fail("b"), nil },
+			wantDeleted:    []string{"rh-a", "rh-b", "rh-c"},
+			ignoreResponse: true,
+		},
+		{
+			name:           "without ReportBatchItemFailures an invalid response is not even read",
+			handler:        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return fail(""), nil },
+			wantDeleted:    []string{"rh-a", "rh-b", "rh-c"},
+			ignoreResponse: true,
+		},
+		{
+			name: "without ReportBatchItemFailures an error still leaves the whole batch",
+			handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+				return fail(), errors.New("boom")
+			},
+			ignoreResponse: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, Config{}, tt.handler, msgs("a", "b", "c"))
+			b := setup(t, Config{ReportBatchItemFailures: !tt.ignoreResponse}, tt.handler, msgs("a", "b", "c"))
 			inv := b.run(t, 1)[0]
 			if got := b.api.deletedHandles(); !slices.Equal(got, tt.wantDeleted) {
 				t.Errorf("deleted %v, want %v", got, tt.wantDeleted)
@@ -216,45 +245,48 @@ func TestInvocationOutcomes(t *testing.T) {
 	}
 }
 
+// TestTimeoutAbandonsTheInvocation runs in a synctest bubble: the 20 ms
+// timeout passes on the bubble's clock, and synctest.Wait tells when every
+// goroutine left is blocked, so "Run has not returned" is a fact, not a race.
 func TestTimeoutAbandonsTheInvocation(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	sawCancel := make(chan bool, 1)
-	h := func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
-		_, hasDeadline := ctx.Deadline()
-		<-ctx.Done() // the deadline passes while the function still works
-		sawCancel <- hasDeadline
-		<-release // then it hangs, like a frozen sandbox
-		return fail(), nil
-	}
-	b := setup(t, Config{Timeout: 20 * time.Millisecond}, h, msgs("a", "b"))
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		sawDeadline := make(chan bool, 1)
+		h := func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
+			_, hasDeadline := ctx.Deadline()
+			<-ctx.Done() // the deadline passes while the function still works
+			sawDeadline <- hasDeadline
+			<-release // then it hangs, like a frozen sandbox
+			return fail(), nil
+		}
+		b := setup(t, Config{Timeout: 20 * time.Millisecond}, h, msgs("a", "b"))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.mapping.Run(ctx) }()
-	inv := <-b.invs
-	if !errors.Is(inv.Err, ErrTimeout) {
-		t.Fatalf("Err = %v, want ErrTimeout", inv.Err)
-	}
-	if !<-sawCancel {
-		t.Error("handler context had no deadline")
-	}
-	if got := b.api.deletedHandles(); len(got) != 0 {
-		t.Errorf("timed-out invocation deleted %v", got)
-	}
-	if s := b.mapping.Stats(); s.Timeouts != 1 || s.Left != 2 {
-		t.Errorf("stats %+v, want 1 timeout and 2 left", s)
-	}
-	cancel()
-	select {
-	case <-done:
-		t.Fatal("Run returned while an abandoned handler was still running")
-	default:
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- b.mapping.Run(ctx) }()
+		inv := <-b.invs
+		if !errors.Is(inv.Err, ErrTimeout) {
+			t.Fatalf("Err = %v, want ErrTimeout", inv.Err)
+		}
+		if !<-sawDeadline {
+			t.Error("handler context had no deadline")
+		}
+		if got := b.api.deletedHandles(); len(got) != 0 || !slices.Equal(inv.Left, []string{"a", "b"}) {
+			t.Errorf("timed-out invocation deleted %v, left %v; want nothing deleted, both left", got, inv.Left)
+		}
+		cancel()
+		synctest.Wait() // the pollers have stopped; only the abandoned handler holds Run
+		select {
+		case <-done:
+			t.Fatal("Run returned while an abandoned handler was still running")
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestStopLetsTheInvocationFinishAndDelete(t *testing.T) {
@@ -269,11 +301,15 @@ func TestStopLetsTheInvocationFinishAndDelete(t *testing.T) {
 		}
 		return fail(), nil
 	}
-	b := setup(t, Config{Timeout: time.Minute}, h, msgs("a"))
+	b := setup(t, Config{Timeout: 20 * time.Second}, h, msgs("a"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.mapping.Run(ctx) }()
-	<-started
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Run returned %v before invoking", err)
+	}
 	cancel()
 	close(proceed)
 	if err := <-done; err != nil {
@@ -389,6 +425,53 @@ func TestLambdaContext(t *testing.T) {
 	}
 	if rec := inv.Records[0]; rec.EventSourceARN != fakeARN || rec.AWSRegion != "eu-west-3" || rec.EventSource != "aws:sqs" {
 		t.Errorf("record source %q %q %q", rec.EventSourceARN, rec.AWSRegion, rec.EventSource)
+	}
+}
+
+// TestCheckRefusesATimeoutLongerThanTheVisibility: Lambda refuses such a
+// mapping, because the records would come back while their invocation runs.
+func TestCheckRefusesATimeoutLongerThanTheVisibility(t *testing.T) {
+	t.Parallel()
+	h := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return fail(), nil }
+	tests := []struct {
+		visibility string
+		timeout    time.Duration
+		want       string // "" means accepted
+	}{
+		{"5", 5 * time.Second, ""},
+		{"5", 4 * time.Second, ""},
+		{"5", 6 * time.Second, "longer than the visibility timeout 5s"},
+		{"0", time.Second, "longer than the visibility timeout 0s"},
+		{"", 3 * time.Second, ""}, // the fake's default, 30 s
+		{"soon", time.Second, "no valid VisibilityTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%s", tt.visibility, tt.timeout), func(t *testing.T) {
+			t.Parallel()
+			api := &fakeSQS{visibility: tt.visibility}
+			m, err := New(api, Config{QueueURL: "https://sqs/q", Timeout: tt.timeout}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.Check(context.Background())
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Check: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Check: %v, want an error with %q", err, tt.want)
+			case strings.Contains(tt.want, "longer") && !errors.Is(err, ErrConfig):
+				t.Errorf("Check: %v does not wrap ErrConfig", err)
+			}
+			if tt.want != "" {
+				// Run refuses too, without polling.
+				if err := m.Run(context.Background()); err == nil {
+					t.Error("Run started a mapping Check refused")
+				}
+				if len(api.inputs) != 0 {
+					t.Errorf("Run polled %d times after a refused Check", len(api.inputs))
+				}
+			}
+		})
 	}
 }
 

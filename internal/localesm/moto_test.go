@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -239,7 +240,7 @@ func TestPartialBatchDeletesOnlySuccesses(t *testing.T) {
 	// Fail the bodies ending in 3 or 7 on their first delivery only.
 	var mu sync.Mutex
 	seen := map[string]int{}
-	b := startMapping(t, client, Config{QueueURL: url, Pollers: 1}, func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	b := startMapping(t, client, Config{QueueURL: url, Pollers: 1, Timeout: time.Second, ReportBatchItemFailures: true}, func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		var resp events.SQSEventResponse
@@ -286,7 +287,7 @@ func TestFailuresRedriveToTheDeadLetterQueue(t *testing.T) {
 	var calls atomic.Int64
 	var mu sync.Mutex
 	counts := map[string][]string{}
-	startMapping(t, client, Config{QueueURL: url}, func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	startMapping(t, client, Config{QueueURL: url, Timeout: time.Second}, func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		calls.Add(1)
 		mu.Lock()
 		for _, r := range ev.Records {
@@ -346,5 +347,36 @@ func TestPollersRunConcurrently(t *testing.T) {
 	}
 	if peak.Load() < 2 {
 		t.Errorf("peak concurrency %d, want at least 2", peak.Load())
+	}
+}
+
+// TestCheckReadsTheQueue: the eventSourceARN is the queue's real ARN, and a
+// function timeout above the queue's real visibility timeout is refused, as
+// Lambda's CreateEventSourceMapping refuses it.
+func TestCheckReadsTheQueue(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	client := sqs.NewFromConfig(cfg)
+	url := mototest.NewQueue(t, cfg, false, map[string]string{"VisibilityTimeout": "2"})
+	h := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		return events.SQSEventResponse{}, nil
+	}
+
+	tooLong, err := New(client, Config{QueueURL: url, Timeout: 3 * time.Second}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tooLong.Check(context.Background()); !errors.Is(err, ErrConfig) {
+		t.Errorf("Check with a 3 s timeout on a 2 s queue: %v, want ErrConfig", err)
+	}
+	fits, err := New(client, Config{QueueURL: url, Timeout: 2 * time.Second}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fits.Check(context.Background()); err != nil {
+		t.Fatalf("Check with a timeout equal to the visibility: %v", err)
+	}
+	if want := queueARN(t, client, url); fits.arn != want {
+		t.Errorf("eventSourceARN %q, want the queue's ARN %q", fits.arn, want)
 	}
 }

@@ -118,7 +118,7 @@ func TestDecideDelays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := newHandler(c, nil, nil, nil).decide(record("m", "b", tt.attrs), tt.r)
+			d := New(c, Deps{}).decide(record("m", "b", tt.attrs), tt.r)
 			if d.queue != mainURL || d.entry.DelaySeconds != tt.want {
 				t.Errorf("to %s with delay %d, want main with %d", d.queue, d.entry.DelaySeconds, tt.want)
 			}
@@ -132,7 +132,7 @@ func TestDecideDelays(t *testing.T) {
 // otherwise accept and silently drop it within its 5-minute window.
 func TestFIFODeduplicationID(t *testing.T) {
 	t.Parallel()
-	h := newHandler(Config{MainQueueURL: mainURL + ".fifo", OperatorQueueURL: opURL, MaxAttempts: 5}, nil, nil, nil)
+	h := New(Config{MainQueueURL: mainURL + ".fifo", OperatorQueueURL: opURL, MaxAttempts: 5}, Deps{})
 	withOrig := func(id, orig, n string) events.SQSMessage {
 		return fifoRecord(id, "b", "g", map[string]events.SQSMessageAttribute{sqsmsg.AttrOriginalMessageID: str("String", orig), sqsmsg.AttrReplayCount: str("Number", n)})
 	}

@@ -34,11 +34,27 @@ type Handler struct {
 
 // NewHandler builds the handler and its SQS client.
 func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
-	return newHandler(cfg, sqs.NewFromConfig(awsCfg), rand.Float64, slog.Default())
+	return New(cfg, Deps{SQS: sqs.NewFromConfig(awsCfg)})
 }
 
-func newHandler(cfg Config, api sqsmsg.BatchSender, random func() float64, log *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, api: api, rand: random, log: log}
+// Deps are the handler's collaborators; a nil random source or logger means
+// math/rand/v2 and slog.Default().
+type Deps struct {
+	SQS sqsmsg.BatchSender
+	// Rand returns a uniform value in [0, 1) for the backoff jitter.
+	Rand   func() float64
+	Logger *slog.Logger
+}
+
+// New builds the handler from explicit collaborators.
+func New(cfg Config, d Deps) *Handler {
+	if d.Rand == nil {
+		d.Rand = rand.Float64
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Handler{cfg: cfg, api: d.SQS, rand: d.Rand, log: d.Logger}
 }
 
 // decision is where one record goes and as what.

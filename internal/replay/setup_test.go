@@ -59,7 +59,7 @@ func setup(t *testing.T, o options) *bundle {
 	}
 	b.api = &spyAPI{real: sqs.NewFromConfig(cfg), calls: map[string]int{}}
 	log := slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b.h = newHandler(c, b.api, func() float64 { return 0.5 }, log)
+	b.h = New(c, Deps{SQS: b.api, Rand: func() float64 { return 0.5 }, Logger: log})
 	return b
 }
 

@@ -119,3 +119,29 @@ func TestSendBatchWholeCallFailureFromSQS(t *testing.T) {
 		}
 	}
 }
+
+// The MessageIds SendBatchAccepted returns are the ones SQS delivers the
+// messages with.
+func TestSendBatchAcceptedMessageIDsFromSQS(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	url := mototest.NewQueue(t, cfg, false, nil)
+	es := entries(13, 10)
+	accepted, failed := SendBatchAccepted(context.Background(), sqs.NewFromConfig(cfg), url, es)
+	if len(failed) != 0 || len(accepted) != len(es) {
+		t.Fatalf("accepted %d, failed %v", len(accepted), failed)
+	}
+	want := map[string]string{} // MessageId -> body
+	for _, e := range es {
+		want[accepted[e.RecordID]] = e.Body
+	}
+	got := mototest.Receive(t, cfg, url, len(es), 10*time.Second)
+	if len(got) != len(es) {
+		t.Fatalf("received %d messages, want %d", len(got), len(es))
+	}
+	for _, m := range got {
+		if body, ok := want[aws.ToString(m.MessageId)]; !ok || body != aws.ToString(m.Body) {
+			t.Errorf("message %s (%q) was not returned by SendBatchAccepted with that body", aws.ToString(m.MessageId), aws.ToString(m.Body))
+		}
+	}
+}

@@ -46,24 +46,41 @@ func (e *EntryError) Error() string {
 // accepted. RecordIDs should be unique; for a duplicate only the first
 // failure is kept.
 func SendBatch(ctx context.Context, api BatchSender, queueURL string, entries []Entry) map[string]error {
-	failed := map[string]error{}
-	fail := func(id string, err error) {
-		if _, dup := failed[id]; !dup {
-			failed[id] = err
-		}
+	_, failed := SendBatchAccepted(ctx, api, queueURL, entries)
+	return failed
+}
+
+// SendBatchAccepted is SendBatch that also returns, by RecordID, the
+// MessageId SQS gave every entry it accepted: a producer that must trace its
+// messages (the demo, against a deployed stack) needs them. A RecordID is in
+// accepted or in failed, never both, and every entry is in one of them.
+func SendBatchAccepted(ctx context.Context, api BatchSender, queueURL string, entries []Entry) (accepted map[string]string, failed map[string]error) {
+	accepted, failed = map[string]string{}, map[string]error{}
+	r := &results{
+		accept: func(id, messageID string) {
+			if _, bad := failed[id]; !bad {
+				accepted[id] = messageID
+			}
+		},
+		fail: func(id string, err error) {
+			delete(accepted, id)
+			if _, dup := failed[id]; !dup {
+				failed[id] = err
+			}
+		},
 	}
 	var chunk []int // indexes into entries
 	size := 0
 	flush := func() {
 		if len(chunk) > 0 {
-			sendChunk(ctx, api, queueURL, entries, chunk, fail)
+			sendChunk(ctx, api, queueURL, entries, chunk, r)
 		}
 		chunk, size = chunk[:0], 0
 	}
 	for i, e := range entries {
 		n := e.Size()
 		if n > MaxMessageBytes {
-			fail(e.RecordID, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, MaxMessageBytes))
+			r.fail(e.RecordID, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, MaxMessageBytes))
 			continue
 		}
 		if len(chunk) == MaxBatchEntries || size+n > MaxBatchBytes {
@@ -73,15 +90,21 @@ func SendBatch(ctx context.Context, api BatchSender, queueURL string, entries []
 		size += n
 	}
 	flush()
-	return failed
+	return accepted, failed
+}
+
+// results collects the outcome of every entry, by RecordID.
+type results struct {
+	accept func(recordID, messageID string)
+	fail   func(recordID string, err error)
 }
 
 // sendChunk makes one call. Entry Ids are the entries' indexes: always valid
 // batch ids and unique, whatever the RecordIDs look like.
-func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []Entry, chunk []int, fail func(string, error)) {
+func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []Entry, chunk []int, r *results) {
 	if err := ctx.Err(); err != nil {
 		for _, i := range chunk {
-			fail(entries[i].RecordID, fmt.Errorf("sqsmsg: not sent: %w", err))
+			r.fail(entries[i].RecordID, fmt.Errorf("sqsmsg: not sent: %w", err))
 		}
 		return
 	}
@@ -106,29 +129,32 @@ func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []
 		// A region or queue with a lower batch limit than MaxBatchBytes
 		// (256 KiB in some partitions) still accepts the entries one by one.
 		for _, i := range chunk {
-			sendChunk(ctx, api, queueURL, entries, []int{i}, fail)
+			sendChunk(ctx, api, queueURL, entries, []int{i}, r)
 		}
 		return
 	}
 	if err != nil {
 		err = fmt.Errorf("sqsmsg: SendMessageBatch to %s: %w", queueURL, err)
 		for _, rid := range pending {
-			fail(rid, err)
+			r.fail(rid, err)
 		}
 		return
 	}
 	// Failures first: an entry listed as both is not counted as sent.
 	for _, f := range out.Failed {
 		if rid, ok := pending[aws.ToString(f.Id)]; ok {
-			fail(rid, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
+			r.fail(rid, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
 			delete(pending, aws.ToString(f.Id))
 		}
 	}
 	for _, s := range out.Successful {
-		delete(pending, aws.ToString(s.Id))
+		if rid, ok := pending[aws.ToString(s.Id)]; ok {
+			r.accept(rid, aws.ToString(s.MessageId))
+			delete(pending, aws.ToString(s.Id))
+		}
 	}
 	for _, rid := range pending {
-		fail(rid, ErrNotConfirmed)
+		r.fail(rid, ErrNotConfirmed)
 	}
 }
 

@@ -132,7 +132,7 @@ func TestSendBatchFailuresMapToRecords(t *testing.T) {
 				if strings.HasPrefix(*e.MessageBody, body) {
 					out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("try again")})
 				} else {
-					out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+					out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m-" + *e.Id)})
 				}
 			}
 			return out, nil
@@ -175,6 +175,23 @@ func TestSendBatchFailuresMapToRecords(t *testing.T) {
 				var ee *EntryError
 				if _, isEntry := want.(*EntryError); isEntry && !errors.As(err, &ee) || !isEntry && !errors.Is(err, want) {
 					t.Errorf("entry %d: error %v, want %T %v", i, err, want, want)
+				}
+			}
+
+			// SendBatchAccepted fails the same records and gives every other
+			// one the MessageId SQS returned for it (the fake's "m-<index>").
+			accepted, failedToo := SendBatchAccepted(context.Background(), &fakeSender{respond: tt.respond}, "q", es)
+			for i, e := range es {
+				_, isFailed := failedToo[e.RecordID]
+				id, isAccepted := accepted[e.RecordID]
+				_, wantFailed := tt.want[i]
+				switch {
+				case isFailed == isAccepted:
+					t.Errorf("entry %d: failed %v, accepted %v; want exactly one", i, isFailed, isAccepted)
+				case isFailed != wantFailed:
+					t.Errorf("entry %d: failed %v, want %v", i, isFailed, wantFailed)
+				case isAccepted && id != fmt.Sprint("m-", i):
+					t.Errorf("entry %d accepted as %q, want m-%d", i, id, i)
 				}
 			}
 		})
@@ -255,6 +272,16 @@ func TestBatchTooLongFallsBackToSingleSends(t *testing.T) {
 	}
 	if got := len(f.calls); got != 4 {
 		t.Errorf("%d calls, want 1 refused batch + 3 single sends", got)
+	}
+	es := entries(3, 100_000)
+	accepted, failed := SendBatchAccepted(context.Background(), f, "https://q", es)
+	if len(failed) != 0 || len(accepted) != 3 {
+		t.Fatalf("accepted %v failed %v, want all 3 accepted one by one", accepted, failed)
+	}
+	for i, e := range es {
+		if accepted[e.RecordID] != fmt.Sprint("m-", i) {
+			t.Errorf("entry %d accepted as %q after the fallback, want m-%d", i, accepted[e.RecordID], i)
+		}
 	}
 }
 

@@ -1,0 +1,119 @@
+package demo
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+// observeReplays returns a copy of cfg whose SQS clients report every
+// message SQS accepted into mainQueueURL through SendMessageBatch. Watching
+// the API call, rather than the replayer's logs, shows the delays the
+// replayer really asked SQS for.
+func observeReplays(cfg aws.Config, mainQueueURL string, report func(Replay)) aws.Config {
+	out := cfg.Copy()
+	out.APIOptions = append(out.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("sqsOnceDemoObserveReplays",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				res, md, err := next.HandleInitialize(ctx, in)
+				req, isReq := in.Parameters.(*sqs.SendMessageBatchInput)
+				resp, isResp := res.Result.(*sqs.SendMessageBatchOutput)
+				if err == nil && isReq && isResp && aws.ToString(req.QueueUrl) == mainQueueURL {
+					for _, r := range acceptedReplays(req, resp) {
+						report(r)
+					}
+				}
+				return res, md, err
+			}), middleware.After)
+	})
+	return out
+}
+
+// acceptedReplays pairs the entries of a SendMessageBatch with the result's
+// successful ids.
+func acceptedReplays(req *sqs.SendMessageBatchInput, resp *sqs.SendMessageBatchOutput) []Replay {
+	ok := map[string]bool{}
+	for _, s := range resp.Successful {
+		ok[aws.ToString(s.Id)] = true
+	}
+	var out []Replay
+	for _, e := range req.Entries {
+		if !ok[aws.ToString(e.Id)] {
+			continue
+		}
+		r := Replay{Delay: int(e.DelaySeconds), Attempt: attrInt(e.MessageAttributes, sqsmsg.AttrReplayCount)}
+		if b, err := ParseBody(aws.ToString(e.MessageBody)); err == nil {
+			r.Send = b.Send
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func attrInt(attrs map[string]sqstypes.MessageAttributeValue, name string) int {
+	n, _ := strconv.Atoi(aws.ToString(attrs[name].StringValue))
+	return n
+}
+
+// completionObserver is the processor's DynamoDB client with every COMPLETED
+// write reported, with the invocation that made it. The report uses them to
+// tell a side effect the lock protocol should have prevented (one after its
+// key's completion was recorded) from the documented window (a side effect
+// whose completion was never recorded).
+type completionObserver struct {
+	dedupe.DynamoAPI
+	// keys maps a record id to the workload key it belongs to.
+	keys   map[string]string
+	report func(Completion)
+}
+
+func newCompletionObserver(api dedupe.DynamoAPI, prefix string, w Workload, report func(Completion)) completionObserver {
+	keys := make(map[string]string, len(w.Keys))
+	for _, k := range w.Keys {
+		keys[dedupe.RecordID(prefix, k.ID)] = k.ID
+	}
+	return completionObserver{DynamoAPI: api, keys: keys, report: report}
+}
+
+// UpdateItem is the lock protocol's only update: the completion. It is
+// recognised by the status it sets, not by its shape.
+func (c completionObserver) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	sent := time.Now()
+	out, err := c.DynamoAPI.UpdateItem(ctx, in, optFns...)
+	if key, ours := c.keys[recordID(in.Key)]; ours && setsCompleted(in) {
+		comp := Completion{Key: key, At: sent, OK: err == nil}
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			comp.RequestID = lc.AwsRequestID
+		}
+		c.report(comp)
+	}
+	return out, err
+}
+
+func recordID(key map[string]ddbtypes.AttributeValue) string {
+	if id, ok := key[dedupe.AttrID].(*ddbtypes.AttributeValueMemberS); ok {
+		return id.Value
+	}
+	return ""
+}
+
+func setsCompleted(in *dynamodb.UpdateItemInput) bool {
+	return slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), dedupe.AttrStatus) &&
+		slices.ContainsFunc(slices.Collect(maps.Values(in.ExpressionAttributeValues)), func(v ddbtypes.AttributeValue) bool {
+			s, ok := v.(*ddbtypes.AttributeValueMemberS)
+			return ok && s.Value == string(dedupe.StatusCompleted)
+		})
+}
