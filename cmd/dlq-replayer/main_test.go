@@ -1,35 +1,14 @@
 package main
 
 import (
-	"errors"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/lambdamain/lambdamaintest"
 )
 
-// The test binary runs main itself when asked, so start-up can be checked as
-// Lambda would run it: a fresh process with only the given environment.
-func TestMain(m *testing.M) {
-	if os.Getenv("DLQ_REPLAYER_RUN_MAIN") == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { lambdamaintest.TestMain(m, main) }
 
 func TestBadConfigurationStopsStartUp(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = []string{"DLQ_REPLAYER_RUN_MAIN=1", "MAX_DELAY=1800", "AWS_EC2_METADATA_DISABLED=true"}
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("exit %v, want a non-zero exit; output:\n%s", err, out)
-	}
-	for _, name := range []string{"MAIN_QUEUE_URL", "OPERATOR_QUEUE_URL", "MAX_DELAY"} {
-		if !strings.Contains(string(out), name) {
-			t.Errorf("output does not name %s:\n%s", name, out)
-		}
-	}
+	lambdamaintest.CheckBadConfig(t, []string{"MAX_DELAY=1800"}, "MAIN_QUEUE_URL", "OPERATOR_QUEUE_URL", "MAX_DELAY")
 }
