@@ -28,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/motoserver"
 	"github.com/sqs-once/sqs-once/internal/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
@@ -267,7 +268,13 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	b := &processorBundle{calls: &recorder{}, table: pcfg.Table, prefix: pcfg.KeyPrefix, ddb: dynamodb.NewFromConfig(cfg), ctx: ctx}
-	b.handler = processor.NewHandler(pcfg, cfg, b.calls.handle)
+	// As cmd/processor builds it, with moto's conditional writes made atomic
+	// as DynamoDB's are: the duplicate event races two copies of one message.
+	b.handler = processor.New(pcfg, processor.Deps{
+		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg)),
+		SQS:      sqs.NewFromConfig(cfg),
+		Business: b.calls.handle,
+	})
 	b.response = func(ev events.SQSEvent) events.SQSEventResponse {
 		t.Helper()
 		resp, err := b.handler.Handle(ctx, ev)

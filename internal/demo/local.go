@@ -73,7 +73,13 @@ func newRunID() string {
 // localAWSConfig is an SDK configuration that can only reach the local
 // server: static dummy credentials, the local endpoint, no instance metadata.
 func localAWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
+	if err := motoserver.ScrubEndpointOverrides(); err != nil {
+		return aws.Config{}, err
+	}
 	return config.LoadDefaultConfig(ctx,
+		// A profile's endpoint settings could point elsewhere: read none.
+		config.WithSharedConfigFiles([]string{}),
+		config.WithSharedCredentialsFiles([]string{}),
 		config.WithRegion(motoserver.Region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testing", "testing", "testing")),
 		config.WithBaseEndpoint(endpoint),

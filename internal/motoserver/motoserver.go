@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -148,6 +149,9 @@ func (s *Server) Env() map[string]string {
 // SetProcessEnv applies Env to this process, so that every SDK client built
 // afterwards with config.LoadDefaultConfig talks to the server.
 func (s *Server) SetProcessEnv() error {
+	if err := ScrubEndpointOverrides(); err != nil {
+		return err
+	}
 	for k, v := range s.Env() {
 		var err error
 		if v == "" {
@@ -169,4 +173,21 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ScrubEndpointOverrides removes from this process's environment what would
+// send a client somewhere other than AWS_ENDPOINT_URL or an explicit base
+// endpoint: a service's own AWS_ENDPOINT_URL_<SERVICE> takes precedence over
+// both, and AWS_IGNORE_CONFIGURED_ENDPOINT_URLS would make the SDK ignore the
+// local endpoint and call AWS itself.
+func ScrubEndpointOverrides() error {
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "AWS_ENDPOINT_URL_") || name == "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS" {
+			if err := os.Unsetenv(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

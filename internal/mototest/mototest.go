@@ -63,6 +63,9 @@ func Config(t testing.TB) aws.Config {
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
+	if cfg.BaseEndpoint == nil || *cfg.BaseEndpoint != serverURL {
+		t.Fatalf("AWS config endpoint %v is not the local moto_server %s: refusing to run against anything else", cfg.BaseEndpoint, serverURL)
+	}
 	return cfg
 }
 

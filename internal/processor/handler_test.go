@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,18 +121,21 @@ func TestKeySourcesGuardTheRightKey(t *testing.T) {
 		name         string
 		source       string
 		first, again events.SQSMessage
+		key          string
 	}{
 		{"body JSON pointer: a producer's re-send has a new messageId", "body:/order/id",
-			record("m-1", `{"order":{"id":"o-7"}}`), record("m-2", `{"order":{"id":"o-7"},"retry":true}`)},
+			record("m-1", `{"order":{"id":"o-7"}}`), record("m-2", `{"order":{"id":"o-7"},"retry":true}`), "o-7"},
 		{"attribute", "attribute:idempotency-key",
-			record("m-1", "a", withAttr("idempotency-key", "String", "k-1")), record("m-2", "b", withAttr("idempotency-key", "String", "k-1"))},
+			record("m-1", "a", withAttr("idempotency-key", "String", "k-1")), record("m-2", "b", withAttr("idempotency-key", "String", "k-1")), "k-1"},
 		{"replayed dead letter keyed by its original messageId", "messageId",
-			record("m-1", "a"), record("m-replayed", "a", withAttr(sqsmsg.AttrOriginalMessageID, "String", "m-1"))},
+			record("m-1", "a"), record("m-replayed", "a", withAttr(sqsmsg.AttrOriginalMessageID, "String", "m-1")), "m-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *processor.Config) { c.Key, _ = processor.ParseKeySource(tt.source) })
+			var seen []string // what the business handler is told its key is
+			b.business.hook = func(ctx context.Context, _ events.SQSMessage) { seen = append(seen, processor.IdempotencyKey(ctx)) }
 			if failed := b.handle(t, tt.first); len(failed) != 0 {
 				t.Fatalf("first: failed %v", failed)
 			}
@@ -140,6 +144,9 @@ func TestKeySourcesGuardTheRightKey(t *testing.T) {
 			}
 			if got := b.business.Calls(); !slices.Equal(got, []string{tt.first.MessageId}) {
 				t.Errorf("business calls %v, want only %s: the second message has the same key", got, tt.first.MessageId)
+			}
+			if !slices.Equal(seen, []string{tt.key}) {
+				t.Errorf("IdempotencyKey(ctx) in the business handler = %v, want [%s]", seen, tt.key)
 			}
 		})
 	}
@@ -331,5 +338,38 @@ func TestFIFOGroupsRunInOrderAndStopAtFailure(t *testing.T) {
 	}
 	if !slices.Equal(a, []string{"a1", "a2"}) || !slices.Equal(bGroup, []string{"b1", "b2", "b3"}) {
 		t.Errorf("group a ran %v, b ran %v; want [a1 a2] and [b1 b2 b3] in order", a, bGroup)
+	}
+}
+
+func TestHandlerSlowerThanItsLock(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // LOCK_TIMEOUT 60 s
+	// The first holder outlives its lock; meanwhile another instance takes
+	// the key over and runs it too (documented window 3). The first must
+	// then neither overwrite the new holder's record nor ask for a retry,
+	// which would run the handler a third time.
+	second := b.newHandler()
+	var slowHolder atomic.Bool
+	b.business.hook = func(context.Context, events.SQSMessage) {
+		if !slowHolder.CompareAndSwap(false, true) {
+			return // the takeover's own run
+		}
+		b.clock.Advance(61 * time.Second)
+		if resp, _ := second.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{record("m-1", "x")}}); len(resp.BatchItemFailures) != 0 {
+			t.Errorf("takeover of the expired lock failed: %v", resp.BatchItemFailures)
+		}
+	}
+	if failed := b.handle(t, record("m-1", "x")); len(failed) != 0 {
+		t.Errorf("slow holder reported %v failed: a retry would run the handler a third time", failed)
+	}
+	if got := b.business.Calls(); len(got) != 2 {
+		t.Errorf("business ran %d times, want 2 (slow holder and takeover)", len(got))
+	}
+	if logs := b.logs.String(); !strings.Contains(logs, "another holder took the key over") || !strings.Contains(logs, "LOCK_TIMEOUT") {
+		t.Errorf("no error line saying the lock was lost and naming LOCK_TIMEOUT:\n%s", logs)
+	}
+	// The record is the second holder's completion.
+	if failed := b.handle(t, record("m-1", "x")); len(failed) != 0 || len(b.business.Calls()) != 2 {
+		t.Errorf("after both: failed %v, calls %d; want a duplicate", failed, len(b.business.Calls()))
 	}
 }
