@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -97,12 +96,7 @@ func pathsOf(t *testing.T, v any) []string {
 	}
 	set := map[string]bool{}
 	keyPaths("", generic, set)
-	var out []string
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // TestEventShapeMatchesLambda sends the messages of testdata/lambda-sqs-event.json

@@ -90,12 +90,7 @@ func readsOf(load func(envconfig.Lookup) error, env map[string]string) []string 
 		v, ok := env[name]
 		return v, ok
 	})
-	var out []string
-	for name := range seen {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func TestEnvironmentIsExactlyWhatTheBinariesRead(t *testing.T) {
