@@ -1,0 +1,9 @@
+package faultproxy_test
+
+import (
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/mototest"
+)
+
+func TestMain(m *testing.M) { mototest.Main(m) }
