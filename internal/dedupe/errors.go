@@ -2,11 +2,11 @@ package dedupe
 
 import (
 	"errors"
-
 	"fmt"
+	"time"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"time"
 )
 
 var (
@@ -14,9 +14,15 @@ var (
 	ErrDuplicate = errors.New("dedupe: already completed")
 	// ErrInProgress: another holder's lock on the key has not expired.
 	ErrInProgress = errors.New("dedupe: in progress elsewhere")
-	// ErrLockLost: the lock expired and another holder took the key over, so
-	// this holder must not write its outcome.
+	// ErrLockLost: the lock expired and another holder took the key over (or
+	// the lock could not be renewed before it expired), so this holder must
+	// stop and must not write its outcome. It is also the cause of the
+	// function's context when a renewal finds the lock lost.
 	ErrLockLost = errors.New("dedupe: lock lost to another holder")
+	// ErrExited: the function neither returned nor panicked: it called
+	// runtime.Goexit (as t.FailNow does). It counts as a failure, never as a
+	// success.
+	ErrExited = errors.New("dedupe: function exited without returning (runtime.Goexit)")
 	// ErrUnavailable: the table could not be reached, throttled the call or
 	// failed it; the outcome of the operation is unknown or it did not run.
 	ErrUnavailable = errors.New("dedupe: store unavailable")
@@ -48,6 +54,30 @@ func (e *HeldError) Is(target error) bool {
 		return e.Status == StatusProcessing
 	}
 	return false
+}
+
+// RecordError is a record under the key's id that this protocol did not
+// write (another application shares the table and prefix, or someone edited
+// the item). It matches ErrMisconfigured: no retry helps until someone looks.
+type RecordError struct {
+	ID      string
+	Problem string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("dedupe: record %q was not written by the lock protocol: %s; another application may share the table and key prefix, or the item was edited by hand", e.ID, e.Problem)
+}
+
+func (e *RecordError) Is(target error) bool { return target == ErrMisconfigured }
+
+// PanicError is a function's panic, turned into its failure.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("function panicked: %v\n%s", e.Value, e.Stack)
 }
 
 // StoreError is a failed call to the table. It matches ErrMisconfigured or

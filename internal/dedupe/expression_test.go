@@ -11,30 +11,36 @@ import (
 func TestAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_123)
-	expr, err := acquireExpression(now)
+	expr, err := acquireExpression(now, now.Add(time.Minute), "me")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cond := *expr.Condition()
 	names := expr.Names()
 	values := expr.Values()
 
-	// Resolve placeholders so the test reads the condition DynamoDB evaluates.
-	cond = regexp.MustCompile(`[#:][0-9a-z]+`).ReplaceAllStringFunc(cond, func(ph string) string {
-		if name, ok := names[ph]; ok {
-			return name
-		}
-		switch v := values[ph].(type) {
-		case *types.AttributeValueMemberS:
-			return "'" + v.Value + "'"
-		case *types.AttributeValueMemberN:
-			return v.Value
-		}
-		t.Fatalf("placeholder %s has no value", ph)
-		return ""
-	})
+	// Resolve placeholders so the test reads what DynamoDB evaluates.
+	resolve := func(s string) string {
+		return regexp.MustCompile(`[#:][0-9a-z]+`).ReplaceAllStringFunc(s, func(ph string) string {
+			if name, ok := names[ph]; ok {
+				return name
+			}
+			switch v := values[ph].(type) {
+			case *types.AttributeValueMemberS:
+				return "'" + v.Value + "'"
+			case *types.AttributeValueMemberN:
+				return v.Value
+			}
+			t.Fatalf("placeholder %s has no value", ph)
+			return ""
+		})
+	}
 	want := "(attribute_not_exists (id)) OR ((status = 'PROCESSING') AND (lockExpiresAt < 1700000000123)) OR ((status = 'COMPLETED') AND (expiresAt < 1700000000))"
-	if cond != want {
+	if cond := resolve(*expr.Condition()); cond != want {
 		t.Errorf("condition\n got %s\nwant %s", cond, want)
+	}
+	// One call takes the lock and moves the fence on.
+	wantUpdate := "ADD fence 1\nSET lockExpiresAt = 1700000060123, expiresAt = 1700000061, status = 'PROCESSING', owner = 'me'\n"
+	if update := resolve(*expr.Update()); update != wantUpdate {
+		t.Errorf("update\n got %q\nwant %q", update, wantUpdate)
 	}
 }

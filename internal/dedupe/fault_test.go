@@ -15,27 +15,24 @@ import (
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 )
 
-// fakeDynamo injects faults the real API cannot be made to produce on demand.
+// fakeDynamo injects errors the store must classify, where no HTTP fault
+// can produce the AWS error type (a missing table, a denied call).
 type fakeDynamo struct {
 	mu         sync.Mutex
-	putErr     error
-	updateErrs []error // consumed one per UpdateItem call
-	updates    int
-	lastPut    *dynamodb.PutItemInput
+	acquireErr error
+	updateErrs []error // consumed one per UpdateItem call after the acquire
+	updates    int     // UpdateItem calls after the acquire
 }
 
 var _ dedupe.DynamoAPI = (*fakeDynamo)(nil)
 
-func (f *fakeDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+func (f *fakeDynamo) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.lastPut = in
-	return &dynamodb.PutItemOutput{}, f.putErr
-}
-
-func (f *fakeDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	// The acquire is the only update that asks for the old item.
+	if in.ReturnValues == types.ReturnValueAllOld {
+		return &dynamodb.UpdateItemOutput{}, f.acquireErr
+	}
 	f.updates++
 	if len(f.updateErrs) == 0 {
 		return &dynamodb.UpdateItemOutput{}, nil
@@ -58,7 +55,7 @@ func TestUnavailableStoreNeverRunsHandler(t *testing.T) {
 	for _, fault := range []error{throttled, &types.InternalServerError{}, context.DeadlineExceeded} {
 		t.Run(fault.Error(), func(t *testing.T) {
 			t.Parallel()
-			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{putErr: fault}, "t", "p")}
+			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{acquireErr: fault}, "t", "p")}
 			ran := false
 			res := g.Do(context.Background(), "k", func(context.Context) error { ran = true; return nil })
 			if ran || res.Outcome != dedupe.NotAcquired {
@@ -135,7 +132,7 @@ func TestMisconfiguredStoreIsToldApartFromAnOutage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.fault.Error(), func(t *testing.T) {
 			t.Parallel()
-			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{putErr: tt.fault}, "t", "p")}
+			g := &dedupe.Guard{Store: dedupe.NewStore(&fakeDynamo{acquireErr: tt.fault}, "t", "p")}
 			res := g.Do(context.Background(), "k", succeed)
 			if res.Outcome != dedupe.NotAcquired ||
 				errors.Is(res.Err, dedupe.ErrMisconfigured) != tt.wantMisconfigured ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -72,16 +73,24 @@ type Result struct {
 	ReleaseErr error
 	// TookOver: the lock replaced an expired lock or an ended window.
 	TookOver bool
-	// LockExpiresAt is when the lock this call took ends (zero if none).
+	// Fence is the fencing token of the lock this call took (0 if none).
+	Fence int64
+	// LockExpiresAt is when the lock this call took ends (zero if none),
+	// as last renewed.
 	LockExpiresAt time.Time
+	// LockLost: while fn ran, a renewal found the lock taken over, or could
+	// not renew it before it expired; fn's context was cancelled with
+	// ErrLockLost as its cause.
+	LockLost bool
 }
 
 // Guard runs functions at most once per key within the dedupe window, as far
 // as the lock protocol allows (see the README's "Guarantees" section).
 type Guard struct {
 	Store *Store
-	// LockTimeout, when positive, is the lock's length; otherwise the lock
-	// lasts until the context's deadline plus DeadlineMargin.
+	// LockTimeout, when positive, is the lock's length, and the lock is
+	// renewed every third of it while fn runs; otherwise the lock lasts
+	// until the context's deadline plus DeadlineMargin and is not renewed.
 	LockTimeout time.Duration
 	// DedupeWindow is how long a completion suppresses duplicates.
 	DedupeWindow time.Duration
@@ -90,6 +99,9 @@ type Guard struct {
 	// Sleep waits between attempts to record a completion; tests make it
 	// instant. It must return early with ctx's error when ctx ends.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// After has the signature of time.After, which nil means; the renewal
+	// waits on it, so tests drive renewals with a fake clock.
+	After func(d time.Duration) <-chan time.Time
 }
 
 // completeAttempts bounds the retries of a completion write that failed for a
@@ -98,6 +110,10 @@ const completeAttempts = 4
 
 // Do acquires key, runs fn under the lock and records the outcome. fn runs
 // only while this call holds the lock, and never when the store is failing.
+// Only fn returning nil counts as success: a panic, or an exit through
+// runtime.Goexit, is a failure and releases the lock.
+//
+// fn's context carries the lease (LeaseFrom): its key and fencing token.
 func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) error) Result {
 	now := g.now()
 	lease, err := g.Store.Acquire(ctx, key, now, g.lockUntil(ctx, now))
@@ -111,17 +127,104 @@ func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) err
 	}
 
 	fnCtx, cancel := g.handlerContext(ctx, now)
-	err = fn(fnCtx)
+	fnCtx, lose := context.WithCancelCause(fnCtx)
+	stopRenewal := g.renewWhileRunning(ctx, lease, lose)
+	err = run(context.WithValue(fnCtx, leaseKey{}, lease), fn)
+	lease, lostErr := stopRenewal()
+	lose(nil)
 	cancel()
+
+	res := Result{TookOver: lease.TookOver, Fence: lease.Fence, LockExpiresAt: lease.LockExpiresAt, LockLost: lostErr != nil}
 	if err != nil {
-		res := Result{Outcome: Failed, Err: err, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
+		res.Outcome, res.Err = Failed, err
 		res.ReleaseErr = g.Store.Release(ctx, lease)
 		return res
 	}
 	if err := g.complete(ctx, lease); err != nil {
-		return Result{Outcome: ProcessedUnrecorded, Err: err, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
+		res.Outcome, res.Err = ProcessedUnrecorded, err
+		return res
 	}
-	return Result{Outcome: Processed, TookOver: lease.TookOver, LockExpiresAt: lease.LockExpiresAt}
+	res.Outcome = Processed
+	return res
+}
+
+// run calls fn and reports how it ended. fn runs on a goroutine of its own
+// so that runtime.Goexit ends only fn, and is seen: an outcome that defaults
+// to success would let such an exit delete the message with the lock held.
+func run(ctx context.Context, fn func(context.Context) error) error {
+	ended := make(chan error, 1)
+	go func() {
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			if p := recover(); p != nil {
+				ended <- &PanicError{Value: p, Stack: debug.Stack()}
+				return
+			}
+			ended <- ErrExited
+		}()
+		err := fn(ctx)
+		returned = true
+		ended <- err
+	}()
+	return <-ended
+}
+
+type leaseKey struct{}
+
+// LeaseFrom returns the lease of the key a function runs under in Guard.Do.
+func LeaseFrom(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// renewWhileRunning renews the lease every third of LockTimeout until the
+// returned stop is called, which returns the lease as last renewed and, if
+// the lock was lost, why. When a renewal is refused because the lock was
+// taken over, or the lock reaches its expiry without a renewal getting
+// through, lose cancels fn's context with ErrLockLost. A transient failure
+// is retried at the next tick, while the lock still runs.
+func (g *Guard) renewWhileRunning(ctx context.Context, lease Lease, lose context.CancelCauseFunc) (stop func() (Lease, error)) {
+	if g.LockTimeout <= 0 {
+		return func() (Lease, error) { return lease, nil }
+	}
+	renewCtx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	var lost error
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-g.after(g.LockTimeout / 3):
+			}
+			renewed, err := g.Store.Renew(renewCtx, lease, g.now().Add(g.LockTimeout))
+			if renewCtx.Err() != nil {
+				return
+			}
+			switch {
+			case err == nil:
+				lease = renewed
+				continue
+			case errors.Is(err, ErrLockLost):
+				lost = err
+			case !g.now().Before(lease.LockExpiresAt):
+				lost = fmt.Errorf("%w: not renewed before it expired at %s: %w", ErrLockLost, lease.LockExpiresAt.UTC().Format(time.RFC3339Nano), err)
+			default:
+				continue
+			}
+			lose(lost)
+			return
+		}
+	}()
+	return func() (Lease, error) {
+		cancel()
+		<-finished
+		return lease, lost
+	}
 }
 
 // complete retries a failed completion write within ctx's deadline: fn's side
@@ -171,6 +274,13 @@ func (g *Guard) now() time.Time {
 		return g.Now()
 	}
 	return time.Now()
+}
+
+func (g *Guard) after(d time.Duration) <-chan time.Time {
+	if g.After != nil {
+		return g.After(d)
+	}
+	return time.After(d)
 }
 
 func (g *Guard) window() time.Duration {

@@ -29,11 +29,13 @@ type bundle struct {
 	guard  *dedupe.Guard
 }
 
-// setup gives each test its own table on the shared moto_server.
+// setup gives each test its own table on the shared moto_server. The clock
+// starts at the real time, so that a context deadline set from it is one the
+// SDK's real calls can meet.
 func setup(t *testing.T) bundle {
 	t.Helper()
 	cfg := mototest.Config(t)
-	b := bundle{client: dynamodb.NewFromConfig(cfg), table: mototest.NewIdempotencyTable(t, cfg), clock: testclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))}
+	b := bundle{client: dynamodb.NewFromConfig(cfg), table: mototest.NewIdempotencyTable(t, cfg), clock: testclock.New(time.Now().Truncate(time.Second))}
 	b.writer = motoserver.SerializeWrites(b.client)
 	b.store = dedupe.NewStore(b.writer, b.table, "orders-fn")
 	b.guard = b.newGuard(b.store)
@@ -236,7 +238,8 @@ func TestKeysArePrefixedSoConsumersCanShareATable(t *testing.T) {
 
 func TestLockLength(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := setup(t)
+	now := b.clock.Now()
 	deadline := now.Add(40 * time.Second)
 	tests := []struct {
 		name        string
@@ -250,17 +253,19 @@ func TestLockLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			fake := &fakeDynamo{}
-			g := &dedupe.Guard{Store: dedupe.NewStore(fake, "t", "p"), LockTimeout: tt.lockTimeout, Now: func() time.Time { return now }}
+			g := b.newGuard(b.store)
+			g.LockTimeout = tt.lockTimeout
 			ctx := context.Background()
 			if tt.deadline {
+				// A deadline far in the real future, so the SDK call is not
+				// cut short; the guard reads it against the test clock.
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithDeadline(ctx, deadline)
 				defer cancel()
 			}
-			g.Do(ctx, "k", succeed)
-			if got := fake.lastPut.Item["lockExpiresAt"].(*types.AttributeValueMemberN).Value; got != itoa(tt.want.UnixMilli()) {
+			var item map[string]types.AttributeValue
+			g.Do(ctx, tt.name, func(context.Context) error { item = b.item(t, "orders-fn#"+tt.name); return nil })
+			if got := item["lockExpiresAt"].(*types.AttributeValueMemberN).Value; got != itoa(tt.want.UnixMilli()) {
 				t.Errorf("lockExpiresAt = %s, want %d", got, tt.want.UnixMilli())
 			}
 		})

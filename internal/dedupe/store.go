@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
 // Status is the state of a key in the table.
@@ -33,11 +35,11 @@ const (
 	attrLockExpiresAt = "lockExpiresAt" // epoch milliseconds
 	attrExpiresAt     = "expiresAt"     // epoch seconds, the TTL attribute
 	attrOwner         = "owner"
+	attrFence         = "fence" // grows by one with every acquisition
 )
 
 // DynamoAPI is the part of the DynamoDB client the store uses.
 type DynamoAPI interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
@@ -46,6 +48,13 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 
 // Store performs the lock protocol's operations on one table, under one key
 // prefix so that several consumers can share the table.
+//
+// Every operation is one conditional call, and every one is safe to repeat:
+// the SDK re-sends a call whose answer was lost (a 500 after DynamoDB applied
+// it, a reset connection), and conditional writes are not idempotent across
+// such retries. Each operation therefore recognises its own earlier attempt
+// in what the refused retry returns, instead of mistaking it for another
+// holder's work.
 type Store struct {
 	api    DynamoAPI
 	table  string
@@ -59,11 +68,16 @@ func NewStore(api DynamoAPI, table, prefix string) *Store {
 	return &Store{api: api, table: table, prefix: prefix, newOwner: randomOwner}
 }
 
-// Lease is one successful acquisition: the proof of ownership that complete
-// and release must present.
+// Lease is one successful acquisition: the proof of ownership that renew,
+// complete and release must present.
 type Lease struct {
 	Key   string
 	Owner string
+	// Fence is the fencing token of this acquisition: 1 for the key's first,
+	// one more for each takeover. A downstream store that refuses writes
+	// with a fence lower than one it has seen refuses a holder whose lock
+	// was taken over.
+	Fence int64
 	// LockExpiresAt is when another holder may take the key over.
 	LockExpiresAt time.Time
 	// TookOver is set when the key was held by a lock that had expired or a
@@ -77,46 +91,53 @@ func RecordID(prefix, key string) string { return prefix + "#" + key }
 
 func (s *Store) recordID(key string) string { return RecordID(s.prefix, key) }
 
-// Acquire takes the lock on key until lockUntil, in one conditional PutItem. It
-// succeeds when the key is absent, when its PROCESSING lock has expired, or
-// when its COMPLETED window has ended but TTL has not yet deleted it. A
-// refusal is a *HeldError (ErrDuplicate or ErrInProgress) read from the item
-// the failed condition returns, without a second read.
+// Acquire takes the lock on key until lockUntil, in one conditional
+// UpdateItem that also adds one to the record's fence. It succeeds when the
+// key is absent, when its PROCESSING lock has expired, or when its COMPLETED
+// window has ended but TTL has not yet deleted it. A refusal is a *HeldError
+// (ErrDuplicate or ErrInProgress) read from the item the failed condition
+// returns, without a second read; a record this protocol did not write is a
+// *RecordError.
+//
+// A refusal by a live lock carrying this call's own owner token is this
+// call's own earlier attempt, applied by DynamoDB but answered with an error
+// the SDK retried: the lock is ours, and Acquire returns it.
 func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Time) (Lease, error) {
 	lease := Lease{Key: key, Owner: s.newOwner(), LockExpiresAt: lockUntil}
-	expr, err := acquireExpression(now)
+	expr, err := acquireExpression(now, lockUntil, lease.Owner)
 	if err != nil {
 		return Lease{}, err
 	}
-	out, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item: map[string]types.AttributeValue{
-			AttrID:            &types.AttributeValueMemberS{Value: s.recordID(key)},
-			AttrStatus:        &types.AttributeValueMemberS{Value: string(StatusProcessing)},
-			attrLockExpiresAt: millis(lockUntil),
-			// An abandoned lock is garbage once it can be taken over.
-			attrExpiresAt: ttlSeconds(lockUntil),
-			attrOwner:     &types.AttributeValueMemberS{Value: lease.Owner},
-		},
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.keyAttr(key),
 		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, retrybudget.DynamoDB(ctx))
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return Lease{}, heldError(key, ccf.Item)
+		if !errors.As(err, &ccf) {
+			return Lease{}, &StoreError{Op: "acquire", Key: key, Err: err}
 		}
-		return Lease{}, &StoreError{Op: "acquire", Key: key, Err: err}
+		if ownedLock(ccf.Item, lease.Owner) {
+			// Our own attempt, applied and retried: it already added one.
+			lease.Fence = numberAttr(ccf.Item, attrFence)
+			return lease, nil
+		}
+		return Lease{}, s.heldError(key, ccf.Item)
 	}
 	lease.TookOver = len(out.Attributes) > 0
+	lease.Fence = numberAttr(out.Attributes, attrFence) + 1
 	return lease, nil
 }
 
-// acquireExpression is the condition under which a new lock may be written.
-func acquireExpression(now time.Time) (expression.Expression, error) {
+// acquireExpression is the condition under which a new lock may be written,
+// and the lock it writes.
+func acquireExpression(now, lockUntil time.Time, owner string) (expression.Expression, error) {
 	absent := expression.AttributeNotExists(expression.Name(AttrID))
 	lockExpired := expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))).
 		And(expression.Name(attrLockExpiresAt).LessThan(expression.Value(now.UnixMilli())))
@@ -124,94 +145,159 @@ func acquireExpression(now time.Time) (expression.Expression, error) {
 	// expired completion must count as absent.
 	windowEnded := expression.Name(AttrStatus).Equal(expression.Value(string(StatusCompleted))).
 		And(expression.Name(attrExpiresAt).LessThan(expression.Value(now.Unix())))
+	update := lockUpdate(lockUntil).
+		Set(expression.Name(AttrStatus), expression.Value(string(StatusProcessing))).
+		Set(expression.Name(attrOwner), expression.Value(owner)).
+		Add(expression.Name(attrFence), expression.Value(1))
 	return expression.NewBuilder().
 		WithCondition(absent.Or(lockExpired, windowEnded)).
+		WithUpdate(update).
 		Build()
 }
 
+// lockUpdate sets a lock's expiry, and its TTL: an abandoned lock is garbage
+// once it can be taken over.
+func lockUpdate(lockUntil time.Time) expression.UpdateBuilder {
+	return expression.Set(expression.Name(attrLockExpiresAt), expression.Value(lockUntil.UnixMilli())).
+		Set(expression.Name(attrExpiresAt), expression.Value(ttlSeconds(lockUntil)))
+}
+
+// ownedLock reports whether item is a PROCESSING lock held by owner.
+func ownedLock(item map[string]types.AttributeValue, owner string) bool {
+	return Status(stringAttr(item, AttrStatus)) == StatusProcessing && stringAttr(item, attrOwner) == owner
+}
+
 // heldError explains a refused acquisition from the item that blocked it.
-func heldError(key string, item map[string]types.AttributeValue) error {
+func (s *Store) heldError(key string, item map[string]types.AttributeValue) error {
+	if len(item) == 0 {
+		// DynamoDB returns the item with every refusal; none means the
+		// table answered unlike DynamoDB. Retrying later is the safe reading.
+		return &HeldError{Key: key, Status: StatusProcessing}
+	}
 	status := Status(stringAttr(item, AttrStatus))
+	var until string
 	switch status {
 	case StatusCompleted:
-		return &HeldError{Key: key, Status: status, Until: time.Unix(numberAttr(item, attrExpiresAt), 0)}
+		until = attrExpiresAt
 	case StatusProcessing:
-		return &HeldError{Key: key, Status: status, Until: time.UnixMilli(numberAttr(item, attrLockExpiresAt))}
+		until = attrLockExpiresAt
+	default:
+		return &RecordError{ID: s.recordID(key), Problem: fmt.Sprintf("%s is %q, not %s or %s", AttrStatus, stringAttr(item, AttrStatus), StatusProcessing, StatusCompleted)}
 	}
-	// Without the old item (or with one this protocol did not write) the safe
-	// reading is "held": the message is retried later rather than run twice.
-	return &HeldError{Key: key, Status: StatusProcessing}
+	n, ok := numberAttrOK(item, until)
+	if !ok {
+		return &RecordError{ID: s.recordID(key), Problem: fmt.Sprintf("a %s record without a numeric %s", status, until)}
+	}
+	if status == StatusCompleted {
+		return &HeldError{Key: key, Status: status, Until: time.Unix(n, 0)}
+	}
+	return &HeldError{Key: key, Status: status, Until: time.UnixMilli(n)}
+}
+
+// Renew extends the leased lock to lockUntil. It fails with ErrLockLost when
+// the record is no longer this lease's PROCESSING lock. A retried renewal
+// whose first attempt was applied passes its condition again: it sets the
+// same expiry.
+func (s *Store) Renew(ctx context.Context, lease Lease, lockUntil time.Time) (Lease, error) {
+	cond := ownedBy(lease.Owner).And(expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))))
+	if err := s.ownedUpdate(ctx, "renew", lease.Key, cond, lockUpdate(lockUntil)); err != nil {
+		return lease, err
+	}
+	lease.LockExpiresAt = lockUntil
+	return lease, nil
 }
 
 // Complete marks the leased key COMPLETED until now+window. It fails with
 // ErrLockLost if another holder has taken the key over since, so a slow holder
-// never overwrites the record of the one that replaced it.
+// never overwrites the record of the one that replaced it. A retried
+// completion whose first attempt was applied passes its condition again (the
+// owner is unchanged) and rewrites the same record.
 func (s *Store) Complete(ctx context.Context, lease Lease, now time.Time, window time.Duration) error {
 	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusCompleted))).
 		Set(expression.Name(attrExpiresAt), expression.Value(now.Add(window).Unix())).
 		Remove(expression.Name(attrLockExpiresAt))
-	expr, err := expression.NewBuilder().WithCondition(ownedBy(lease.Owner)).WithUpdate(update).Build()
+	return s.ownedUpdate(ctx, "complete", lease.Key, ownedBy(lease.Owner), update)
+}
+
+// ownedUpdate applies update to key's record under cond, an owner condition;
+// a refusal is ErrLockLost.
+func (s *Store) ownedUpdate(ctx context.Context, op, key string, cond expression.ConditionBuilder, update expression.UpdateBuilder) error {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
 		return err
 	}
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       s.keyAttr(lease.Key),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
-	return s.ownedCallError("complete", lease.Key, err)
+		TableName:                           aws.String(s.table),
+		Key:                                 s.keyAttr(key),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, retrybudget.DynamoDB(ctx))
+	if err != nil {
+		return s.lostError(op, key, err)
+	}
+	return nil
 }
 
 // Release deletes the leased key's lock so the message can be retried at
-// once. It fails with ErrLockLost if another holder has taken the key over.
+// once. It fails with ErrLockLost if another holder has taken the key over. A
+// refusal because the record is gone is a success: either this call's own
+// earlier attempt deleted it and the SDK retried, or the lock was already
+// taken over and released; the key is free either way.
 func (s *Store) Release(ctx context.Context, lease Lease) error {
 	expr, err := expression.NewBuilder().WithCondition(ownedBy(lease.Owner)).Build()
 	if err != nil {
 		return err
 	}
 	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       s.keyAttr(lease.Key),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
-	return s.ownedCallError("release", lease.Key, err)
+		TableName:                           aws.String(s.table),
+		Key:                                 s.keyAttr(lease.Key),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, retrybudget.DynamoDB(ctx))
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && len(ccf.Item) == 0 {
+		return nil
+	}
+	if err != nil {
+		return s.lostError("release", lease.Key, err)
+	}
+	return nil
 }
 
 func ownedBy(owner string) expression.ConditionBuilder {
 	return expression.Name(attrOwner).Equal(expression.Value(owner))
 }
 
-func (s *Store) ownedCallError(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
+// lostError turns a refused owner-conditional call into ErrLockLost, saying
+// what holds the key now.
+func (s *Store) lostError(op, key string, err error) error {
 	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return fmt.Errorf("%s %q: %w", op, key, ErrLockLost)
+	if !errors.As(err, &ccf) {
+		return &StoreError{Op: op, Key: key, Err: err}
 	}
-	return &StoreError{Op: op, Key: key, Err: err}
+	now := "the record is gone"
+	if len(ccf.Item) > 0 {
+		now = fmt.Sprintf("the record is %s, fence %d", stringAttr(ccf.Item, AttrStatus), numberAttr(ccf.Item, attrFence))
+	}
+	return fmt.Errorf("%s %q: %w (%s)", op, key, ErrLockLost, now)
 }
 
 func (s *Store) keyAttr(key string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: s.recordID(key)}}
 }
 
-func millis(t time.Time) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
-}
-
 // ttlSeconds rounds up, so TTL never removes a lock before it has expired.
-func ttlSeconds(t time.Time) types.AttributeValue {
+func ttlSeconds(t time.Time) int64 {
 	sec := t.Unix()
 	if t.After(time.Unix(sec, 0)) {
 		sec++
 	}
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(sec, 10)}
+	return sec
 }
 
 func stringAttr(item map[string]types.AttributeValue, name string) string {
@@ -221,12 +307,20 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
+// numberAttr is the number, or 0 when absent (a record older than the fence
+// has none).
 func numberAttr(item map[string]types.AttributeValue, name string) int64 {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		n, _ := strconv.ParseInt(v.Value, 10, 64)
-		return n
+	n, _ := numberAttrOK(item, name)
+	return n
+}
+
+func numberAttrOK(item map[string]types.AttributeValue, name string) (int64, bool) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
 	}
-	return 0
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	return n, err == nil
 }
 
 func randomOwner() string {

@@ -88,8 +88,9 @@ func newCompletionObserver(api dedupe.DynamoAPI, prefix string, w Workload, repo
 	return completionObserver{DynamoAPI: api, keys: keys, report: report}
 }
 
-// UpdateItem is the lock protocol's only update: the completion. It is
-// recognised by the status it sets, not by its shape.
+// UpdateItem reports the lock protocol's completions, recognised by the
+// status they set; the acquire, which also names COMPLETED (in its
+// condition), is the one update that asks for the old item.
 func (c completionObserver) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	sent := time.Now()
 	out, err := c.DynamoAPI.UpdateItem(ctx, in, optFns...)
@@ -111,7 +112,8 @@ func recordID(key map[string]ddbtypes.AttributeValue) string {
 }
 
 func setsCompleted(in *dynamodb.UpdateItemInput) bool {
-	return slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), dedupe.AttrStatus) &&
+	return in.ReturnValues != ddbtypes.ReturnValueAllOld &&
+		slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), dedupe.AttrStatus) &&
 		slices.ContainsFunc(slices.Collect(maps.Values(in.ExpressionAttributeValues)), func(v ddbtypes.AttributeValue) bool {
 			s, ok := v.(*ddbtypes.AttributeValueMemberS)
 			return ok && s.Value == string(dedupe.StatusCompleted)
