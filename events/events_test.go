@@ -270,11 +270,14 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	b := &processorBundle{calls: &recorder{}, table: pcfg.Table, prefix: pcfg.KeyPrefix, ddb: dynamodb.NewFromConfig(cfg), ctx: ctx}
 	// As cmd/processor builds it, with moto's conditional writes made atomic
 	// as DynamoDB's are: the duplicate event races two copies of one message.
-	b.handler = processor.New(pcfg, processor.Deps{
+	b.handler, err = processor.New(pcfg, processor.Deps{
 		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg)),
 		SQS:      sqs.NewFromConfig(cfg),
 		Business: b.calls.handle,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.response = func(ev events.SQSEvent) events.SQSEventResponse {
 		t.Helper()
 		resp, err := b.handler.Handle(ctx, ev)

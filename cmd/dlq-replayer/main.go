@@ -11,7 +11,7 @@ import (
 )
 
 func main() {
-	lambdamain.Run(replay.LoadConfig, func(cfg replay.Config, awsCfg aws.Config) any {
-		return replay.NewHandler(cfg, awsCfg).Handle
+	lambdamain.Run(replay.LoadConfig, func(cfg replay.Config, awsCfg aws.Config) (any, error) {
+		return replay.NewHandler(cfg, awsCfg).Handle, nil
 	})
 }

@@ -10,7 +10,11 @@ import (
 )
 
 func main() {
-	lambdamain.Run(processor.LoadConfig, func(cfg processor.Config, awsCfg aws.Config) any {
-		return processor.NewHandler(cfg, awsCfg, handleMessage).Handle
+	lambdamain.Run(processor.LoadConfig, func(cfg processor.Config, awsCfg aws.Config) (any, error) {
+		h, err := processor.NewHandler(cfg, awsCfg, handleMessage)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
 	})
 }

@@ -201,9 +201,12 @@ func TestStackMode(t *testing.T) {
 		return nil
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	procH := processor.New(info.processorCfg, processor.Deps{
+	procH, err := processor.New(info.processorCfg, processor.Deps{
 		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), SQS: api, Business: business, Logger: quiet,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	repH := replay.NewHandler(info.replayCfg, awsCfg)
 	procESM := esmConfig(info.processor, info.processorESM, info.mainURL, 2)
 	repESM := esmConfig(info.replayer, info.replayerESM, info.dlqURL, 2)

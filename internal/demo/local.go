@@ -253,7 +253,10 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// between the two, and this demo races duplicates on purpose), and whose
 	// completion writes are reported to the Tracker.
 	ddb := newCompletionObserver(motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
-	proc := processor.New(info.processorCfg, processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Business: r.biz.Handle, Logger: r.fnLog})
+	proc, err := processor.New(info.processorCfg, processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Business: r.biz.Handle, Logger: r.fnLog})
+	if err != nil {
+		return nil, err
+	}
 
 	procCfg := esmConfig(info.processor, info.processorESM, info.mainURL, r.opts.Concurrency)
 	procCfg.OnInvoke, procCfg.Logger = r.tracker.MainInvocation, r.fnLog

@@ -26,7 +26,7 @@ const (
 // handler and hands it to lambda.Start. A bad configuration ends the process
 // in the init phase with every bad variable named, so Lambda reports an init
 // error and no event is ever handled with it.
-func Run[C any](load func(envconfig.Lookup) (C, error), handler func(C, aws.Config) any) {
+func Run[C any](load func(envconfig.Lookup) (C, error), handler func(C, aws.Config) (any, error)) {
 	slog.SetDefault(lambdacontext.NewLogger())
 	cfg, err := load(os.LookupEnv)
 	if err != nil {
@@ -38,5 +38,10 @@ func Run[C any](load func(envconfig.Lookup) (C, error), handler func(C, aws.Conf
 		slog.Error("load AWS configuration", "error", err)
 		os.Exit(ExitNoAWS)
 	}
-	lambda.Start(handler(cfg, awsCfg))
+	h, err := handler(cfg, awsCfg)
+	if err != nil {
+		slog.Error("invalid configuration", "error", err)
+		os.Exit(ExitBadConfig)
+	}
+	lambda.Start(h)
 }

@@ -1,6 +1,8 @@
 package processor_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,14 @@ func TestLoadConfigNamesEveryBadVariable(t *testing.T) {
 
 func TestLoadConfigRejectsCollidingKeyPrefixes(t *testing.T) {
 	t.Parallel()
-	for _, prefix := range []string{"orders#v2", "orders fn", strings.Repeat("p", 129)} {
+	for _, prefix := range []string{"orders#v2", "orders fn", strings.Repeat("p", 129),
+		"orders\u00a0fn",                                 // no-break space
+		"orders\u2003fn",                                 // em space
+		"orders\u200bfn",                                 // zero-width space: invisible in a console
+		"orders\u0085fn",                                 // next line
+		"orders\x00fn", "orders\x7ffn", "orders\u202efn", // NUL, DEL, right-to-left override
+		"orders\xfffn", // not UTF-8
+	} {
 		_, err := processor.LoadConfig(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": prefix}))
 		if err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
 			t.Errorf("KEY_PREFIX=%q accepted (%v)", prefix, err)
@@ -111,6 +120,37 @@ func TestParseKeySourceRejects(t *testing.T) {
 	for _, s := range []string{"", "messageid", "body:", "body:orderId", "body:/a~2", "body:/~~01", "body:/a~", "attribute:", "header:x"} {
 		if _, err := processor.ParseKeySource(s); err == nil {
 			t.Errorf("ParseKeySource(%q) accepted", s)
+		}
+	}
+}
+
+func TestNewFillsDefaultsAndNamesTheFieldThatCannotWork(t *testing.T) {
+	t.Parallel()
+	deps := processor.Deps{DynamoDB: &countingDynamo{}, SQS: &visibilityRecorder{}, Business: func(context.Context, events.SQSMessage) error { return nil }}
+	valid := processor.Config{Table: "t", KeyPrefix: "p"}
+	if _, err := processor.New(valid, deps); err != nil {
+		t.Fatalf("zero values must mean the defaults (MaxConcurrency 0 used to hang): %v", err)
+	}
+	tests := []struct {
+		field  string
+		modify func(*processor.Config)
+	}{
+		{"Table", func(c *processor.Config) { c.Table = "" }},
+		{"KeyPrefix", func(c *processor.Config) { c.KeyPrefix = "a#b" }},
+		{"KeyPrefix", func(c *processor.Config) { c.KeyPrefix = "a\u200bb" }},
+		{"MaxConcurrency", func(c *processor.Config) { c.MaxConcurrency = -1 }},
+		{"LockTimeout", func(c *processor.Config) { c.LockTimeout = -time.Second }},
+		{"DedupeWindow", func(c *processor.Config) { c.DedupeWindow = -time.Second }},
+		{"InProgress", func(c *processor.Config) { c.InProgress = "wait" }},
+		{"FailureBackoffBase", func(c *processor.Config) { c.FailureBackoffBase = 13 * time.Hour }},
+	}
+	for _, tt := range tests {
+		cfg := valid
+		tt.modify(&cfg)
+		_, err := processor.New(cfg, deps)
+		var ce *processor.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.field {
+			t.Errorf("%+v: error %v, want a ConfigError naming %s", cfg, err, tt.field)
 		}
 	}
 }

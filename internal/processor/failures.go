@@ -26,12 +26,35 @@ const ReasonPermanent = "permanent-error"
 // most a Lambda timeout (15 min) plus a batching window (5 min) ago.
 const maxVisibility = 12*time.Hour - 20*time.Minute
 
+// inFlightLimit is how long SQS lets a message stay in flight, and
+// visibilitySkew the margin kept from it for the clocks of Lambda and SQS.
+const (
+	inFlightLimit  = 12 * time.Hour
+	visibilitySkew = time.Minute
+)
+
+// visibilityLeft is the longest visibility timeout SQS still accepts for msg
+// at now: 12 hours counted from its first receive (conservatively: SQS counts
+// from the receive of this receipt handle, which is no earlier), less a
+// margin. A record without its first-receive time gets maxVisibility.
+func visibilityLeft(msg events.SQSMessage, now time.Time) time.Duration {
+	ms, err := strconv.ParseInt(msg.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64)
+	if err != nil {
+		return maxVisibility
+	}
+	return min(maxVisibility, inFlightLimit-visibilitySkew-now.Sub(time.UnixMilli(ms)))
+}
+
 // failureBackoff is the visibility delay of a failed record. Equal jitter,
 // not full: the point is to slow a poison message down, and full jitter
 // could make it visible again at once.
 func failureBackoff(base time.Duration) jitter.Policy {
 	return jitter.Policy{Base: base, Rate: 2, Cap: maxVisibility, Strategy: jitter.Equal}
 }
+
+// forwardsInFlight is how many SendMessageBatch calls to the operator queue
+// run at once.
+const forwardsInFlight = 10
 
 // forwardPermanent sends the records marked toOperator to the operator queue
 // in batches. A record the queue did not accept is retried instead: it is
@@ -49,7 +72,9 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 	if len(entries) == 0 {
 		return
 	}
-	failed := sqsmsg.SendBatch(ctx, h.sqs, h.cfg.OperatorQueueURL, entries)
+	// Ten calls at once: the forwards run in the invocation's reserve, which
+	// a large batch's sends one after another could outlast.
+	failed := sqsmsg.SendBatches(ctx, h.sqs, forwardsInFlight, sqsmsg.Batch{QueueURL: h.cfg.OperatorQueueURL, Entries: entries})
 	for _, e := range entries {
 		i := index[e.RecordID]
 		if err, ok := failed[e.RecordID]; ok {
@@ -78,12 +103,23 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL)}
 		for i, msg := range chunk {
 			receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
-			delay := h.backoff.Delay(max(receives, 1), h.rand())
+			delay := time.Duration(math.Ceil(h.backoff.Delay(max(receives, 1), h.rand()).Seconds())) * time.Second
+			if left := visibilityLeft(msg, h.now()).Truncate(time.Second); delay > left {
+				if left <= 0 {
+					h.log.WarnContext(ctx, "failure backoff skipped: the message has been in flight for nearly SQS's 12 hours; it retries after the visibility timeout",
+						"messageId", msg.MessageId, "firstReceive", msg.Attributes["ApproximateFirstReceiveTimestamp"])
+					continue
+				}
+				delay = left
+			}
 			in.Entries = append(in.Entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
 				Id:                aws.String(strconv.Itoa(i)),
 				ReceiptHandle:     aws.String(msg.ReceiptHandle),
-				VisibilityTimeout: int32(math.Ceil(delay.Seconds())),
+				VisibilityTimeout: int32(delay / time.Second),
 			})
+		}
+		if len(in.Entries) == 0 {
+			continue
 		}
 		out, err := h.sqs.ChangeMessageVisibilityBatch(ctx, in)
 		if err != nil {
@@ -97,7 +133,11 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 		}
 		for _, ok := range out.Successful {
 			i, _ := strconv.Atoi(aws.ToString(ok.Id))
-			h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", in.Entries[i].VisibilityTimeout)
+			for _, e := range in.Entries {
+				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
+					h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+				}
+			}
 		}
 	}
 }

@@ -49,7 +49,7 @@ func TestPermanentFailureGoesToOperatorQueue(t *testing.T) {
 	b := setup(t)
 	operator := mototest.NewQueue(t, b.aws, false, nil)
 	b.cfg.OperatorQueueURL = operator
-	b.handler = b.newHandler()
+	b.handler = b.newHandler(t)
 	_, ev := receiveEvent(t, b, nil, "never parses", "fine")
 	poison := ev.Records[0].MessageId
 	if ev.Records[0].Body != "never parses" {
@@ -89,7 +89,7 @@ func TestPermanentFailureIsRetriedWhenOperatorQueueUnavailable(t *testing.T) {
 			b := setup(t)
 			if tt.operator {
 				b.cfg.OperatorQueueURL = mototest.URL(t) + "/123456789012/does-not-exist"
-				b.handler = b.newHandler()
+				b.handler = b.newHandler(t)
 			}
 			b.business.errs["p"] = processor.Permanent(errors.New("bad"))
 			if failed := b.handle(t, record("p", "x")); !slices.Equal(failed, []string{"p"}) {
@@ -143,7 +143,7 @@ func TestFailureBackoffGrowsWithReceiveCount(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *processor.Config) { c.FailureBackoffBase = 10 * time.Second })
 	rec := &visibilityRecorder{}
-	h := processor.New(b.cfg, processor.Deps{DynamoDB: b.dynamo, SQS: rec, Business: b.business.Handle,
+	h := mustNew(t, b.cfg, processor.Deps{DynamoDB: b.dynamo, SQS: rec, Business: b.business.Handle,
 		Rand: func() float64 { return 0.5 }})
 	var records []events.SQSMessage
 	receives := []string{"1", "2", "3", "12", "40"}
@@ -183,7 +183,7 @@ func TestPermanentFailureOnFIFOKeepsItsGroup(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.OperatorQueueURL = mototest.NewQueue(t, b.aws, true, nil)
-	b.handler = b.newHandler()
+	b.handler = b.newHandler(t)
 	b.business.errs["a1"] = processor.Permanent(errors.New("bad"))
 	// a2 waits for the next delivery: the forward is confirmed only after the
 	// group has run, and a2 must not overtake a1 if the forward fails.

@@ -3,10 +3,8 @@ package processor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -18,13 +16,15 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
 // Business is the seam for the user's code: it runs at most once per
 // idempotency key within the dedupe window (see the README's guarantees).
 // Returning an error retries the message; returning Permanent(err) sends it
-// to the operator queue when one is configured. The key is available from
-// IdempotencyKey(ctx).
+// to the operator queue when one is configured. Only a nil return counts as
+// success: a panic or runtime.Goexit is a failure. The key and the lock's
+// fencing token are available from IdempotencyKey(ctx) and FenceToken(ctx).
 type Business func(ctx context.Context, msg events.SQSMessage) error
 
 // SQSAPI is the part of the SQS client the processor uses: forwarding
@@ -43,6 +43,9 @@ type Deps struct {
 	SQS      SQSAPI
 	Business Business
 	Now      func() time.Time
+	// After has the signature of time.After (nil means it); lock renewal
+	// waits on it.
+	After func(d time.Duration) <-chan time.Time
 	// Rand returns a uniform value in [0, 1) for the failure backoff jitter.
 	Rand func() float64
 	// Sleep waits between retries of a completion write.
@@ -57,22 +60,41 @@ type Handler struct {
 	guard    *dedupe.Guard
 	sqs      SQSAPI
 	business Business
+	now      func() time.Time
 	rand     func() float64
 	backoff  jitter.Policy
 	log      *slog.Logger
 }
 
-// NewHandler builds the handler with SDK clients from awsCfg.
-func NewHandler(cfg Config, awsCfg aws.Config, business Business) *Handler {
+// NewHandler builds the handler with SDK clients from awsCfg, whose retries
+// back off at most retrybudget.MaxBackoff and end when the call's time is up.
+func NewHandler(cfg Config, awsCfg aws.Config, business Business) (*Handler, error) {
 	return New(cfg, Deps{
-		DynamoDB: dynamodb.NewFromConfig(awsCfg),
-		SQS:      sqs.NewFromConfig(awsCfg),
+		DynamoDB: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
+		SQS:      sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
 		Business: business,
 	})
 }
 
-// New builds the handler from explicit collaborators.
-func New(cfg Config, d Deps) *Handler {
+// New builds the handler from explicit collaborators. Zero values in cfg mean
+// the documented defaults; a value that cannot work is an error naming the
+// field.
+func New(cfg Config, d Deps) (*Handler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case d.DynamoDB == nil:
+		return nil, errors.New("processor: Deps.DynamoDB is nil")
+	case d.SQS == nil:
+		return nil, errors.New("processor: Deps.SQS is nil")
+	case d.Business == nil:
+		return nil, errors.New("processor: Deps.Business is nil")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	if d.Rand == nil {
 		d.Rand = rand.Float64
 	}
@@ -87,30 +109,42 @@ func New(cfg Config, d Deps) *Handler {
 			DedupeWindow: cfg.DedupeWindow,
 			Now:          d.Now,
 			Sleep:        d.Sleep,
+			After:        d.After,
 		},
-		sqs:      d.SQS,
+		sqs:      budgetedSQS{d.SQS},
 		business: d.Business,
+		now:      d.Now,
 		rand:     d.Rand,
 		backoff:  failureBackoff(cfg.FailureBackoffBase),
 		log:      d.Logger,
-	}
+	}, nil
 }
 
-// verdict is what the record's fate in the batch response will be.
+// verdict is what the record's fate in the batch response will be. The zero
+// value is a failure: a record whose processing ended in any way other than
+// an explicit outcome is retried, never deleted.
 type verdict int
 
 const (
-	done       verdict = iota // deleted by SQS
-	retry                     // listed in batchItemFailures
+	retry      verdict = iota // listed in batchItemFailures
+	done                      // deleted by SQS
 	toOperator                // forwarded, then deleted; retried if forwarding fails
 )
 
 type outcome struct{ verdict verdict }
 
-// Handle processes a batch and reports the records to retry. It returns an
-// error never: an error would fail the whole batch and make Lambda scale its
-// polling down for what are per-record problems.
+// Handle processes a batch and reports the records to retry. Per-record
+// problems never fail the whole batch (that would make Lambda scale its
+// polling down); the one error it returns is a configuration that only the
+// event shows to be wrong: an operator queue that is the queue being
+// consumed.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if err := h.checkSource(ev.Records); err != nil {
+		h.log.ErrorContext(ctx, "invalid configuration; no record processed", "error", err)
+		return events.SQSEventResponse{}, err
+	}
+	b := newBudget(ctx, h.now())
+	recordCtx, cancel := b.recordContext(ctx)
 	outcomes := make([]outcome, len(ev.Records))
 	sem := make(chan struct{}, h.cfg.MaxConcurrency)
 	var wg sync.WaitGroup
@@ -118,12 +152,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.runUnit(ctx, ev.Records, unit, outcomes)
+			h.runUnit(recordCtx, b, ev.Records, unit, outcomes)
 		})
 	}
 	wg.Wait()
+	cancel()
 
-	h.forwardPermanent(ctx, ev.Records, outcomes)
+	finalCtx, cancel := b.finalContext(ctx)
+	defer cancel()
+	h.forwardPermanent(finalCtx, ev.Records, outcomes)
 
 	var resp events.SQSEventResponse
 	var failed []events.SQSMessage
@@ -133,7 +170,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, ev.Records[i])
 		}
 	}
-	h.delayRetries(ctx, failed)
+	h.delayRetries(finalCtx, failed)
 	return resp, nil
 }
 
@@ -160,15 +197,23 @@ func orderedUnits(records []events.SQSMessage) [][]int {
 }
 
 // runUnit processes a unit's records in order. After a failure the rest of
-// the unit is retried unprocessed: running them would break FIFO order.
-func (h *Handler) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []outcome) {
+// the unit is retried unprocessed: running them would break FIFO order. A
+// record is not started inside the reserve kept for the batch's last calls;
+// it stays failed, and SQS delivers it again.
+func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome) {
 	for n, i := range unit {
+		if left, ok := b.canStart(h.now()); !ok {
+			for _, j := range unit[n:] {
+				h.log.WarnContext(ctx, "record not started: the rest of the invocation is kept for the batch's last calls; retried later",
+					"messageId", records[j].MessageId, "outcome", "not-started", "timeLeft", left.String(), "reserve", b.reserve.String())
+			}
+			return
+		}
 		outcomes[i] = h.process(ctx, records[i])
 		if outcomes[i].verdict == done {
 			continue
 		}
 		for _, j := range unit[n+1:] {
-			outcomes[j] = outcome{verdict: retry}
 			h.log.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
 				"blockedBy", records[i].MessageId)
 		}
@@ -186,17 +231,18 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 	}
 	log = log.With("key", key)
 
-	res := h.guard.Do(ctx, key, func(ctx context.Context) error {
-		return h.runBusiness(context.WithValue(ctx, keyContext{}, key), msg)
-	})
+	res := h.guard.Do(ctx, key, func(ctx context.Context) error { return h.business(ctx, msg) })
 	log = log.With("outcome", res.Outcome.String())
+	if res.Fence > 0 {
+		log = log.With("fence", res.Fence)
+	}
 	switch res.Outcome {
 	case dedupe.Processed:
 		log.InfoContext(ctx, "record processed", "tookOver", res.TookOver)
 		return outcome{verdict: done}
 	case dedupe.ProcessedUnrecorded:
 		if errors.Is(res.Err, dedupe.ErrLockLost) {
-			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise LOCK_TIMEOUT above the handler's run time",
+			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise LOCK_TIMEOUT or make the handler stop when its context ends",
 				"error", res.Err)
 		} else {
 			log.ErrorContext(ctx, "record processed but its completion was not recorded: a delivery of the same key after the lock expires would run it again (duplicate possible)",
@@ -214,6 +260,11 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		log.InfoContext(ctx, "record in progress elsewhere; retried later", "detail", res.Err)
 		return outcome{verdict: retry}
 	case dedupe.Failed:
+		if res.LockLost {
+			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",
+				"error", res.Err)
+			return outcome{verdict: retry}
+		}
 		if res.ReleaseErr != nil {
 			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.ReleaseErr)
 		}
@@ -225,7 +276,7 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		return outcome{verdict: retry}
 	}
 	if errors.Is(res.Err, dedupe.ErrMisconfigured) {
-		log.ErrorContext(ctx, "record not processed: idempotency table misconfigured; check IDEMPOTENCY_TABLE, its key schema (id, string) and the function's permissions",
+		log.ErrorContext(ctx, "record not processed: idempotency table misconfigured; check IDEMPOTENCY_TABLE, its key schema (id, string), KEY_PREFIX and the function's permissions",
 			"error", res.Err)
 	} else {
 		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
@@ -233,22 +284,18 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 	return outcome{verdict: retry}
 }
 
-// runBusiness turns a panic into a failure, so the lock is released and the
-// other records of the batch are still reported.
-func (h *Handler) runBusiness(ctx context.Context, msg events.SQSMessage) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("business handler panicked: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return h.business(ctx, msg)
-}
-
-type keyContext struct{}
-
 // IdempotencyKey returns the key of the record a Business function is
 // running for.
 func IdempotencyKey(ctx context.Context) string {
-	key, _ := ctx.Value(keyContext{}).(string)
-	return key
+	lease, _ := dedupe.LeaseFrom(ctx)
+	return lease.Key
+}
+
+// FenceToken returns the fencing token of the lock a Business function runs
+// under: 1 for a key's first acquisition, one more for each takeover. Pass it
+// to a downstream store that refuses writes with a token lower than one it
+// has seen, and a holder whose lock was taken over can no longer write there.
+func FenceToken(ctx context.Context) int64 {
+	lease, _ := dedupe.LeaseFrom(ctx)
+	return lease.Fence
 }

@@ -26,7 +26,7 @@ func TestConcurrentDeliveriesRunBusinessOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range instances {
-		h := b.newHandler()
+		h := b.newHandler(t)
 		wg.Go(func() {
 			<-start
 			msg := record(ids("m", instances)[i], `{"orderId":"o-1"}`)
@@ -99,7 +99,7 @@ func TestExpiredLockIsTakenOver(t *testing.T) {
 	b := setup(t)
 	// A holder dies between its side effect and its completion: the record
 	// stays PROCESSING under its 60 s lock.
-	b.dynamo.fail = map[string]error{"UpdateItem": errors.New("process killed")}
+	b.dynamo.fail = map[string]error{"complete": errors.New("process killed")}
 	b.handle(t, record("m-1", "x"))
 	b.dynamo.fail = nil
 
@@ -199,7 +199,7 @@ func TestDynamoDBCallsPerRecord(t *testing.T) {
 func TestUnavailableStoreLeavesRecordFailedAndUnrun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.dynamo.fail = map[string]error{"PutItem": &types.ProvisionedThroughputExceededException{Message: new("throttled")}}
+	b.dynamo.fail = map[string]error{"acquire": &types.ProvisionedThroughputExceededException{Message: new("throttled")}}
 	if failed := b.handle(t, record("m-1", "x"), record("m-2", "y")); !slices.Equal(failed, []string{"m-1", "m-2"}) {
 		t.Errorf("failed %v, want both records", failed)
 	}
@@ -211,12 +211,12 @@ func TestUnavailableStoreLeavesRecordFailedAndUnrun(t *testing.T) {
 func TestUnrecordedCompletionReportsSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.dynamo.fail = map[string]error{"UpdateItem": &types.InternalServerError{}}
+	b.dynamo.fail = map[string]error{"complete": &types.InternalServerError{}}
 	// The side effect happened: retrying the message would repeat it.
 	if failed := b.handle(t, record("m-1", "x")); len(failed) != 0 {
 		t.Errorf("failed %v, want the record reported done", failed)
 	}
-	if got := b.dynamo.updates.Load(); got < 2 {
+	if got := b.dynamo.updates.Load(); got < 3 {
 		t.Errorf("completion written %d times, want retries", got)
 	}
 	if logs := b.logs.String(); !strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, "duplicate possible") {
@@ -348,7 +348,7 @@ func TestHandlerSlowerThanItsLock(t *testing.T) {
 	// the key over and runs it too (documented window 3). The first must
 	// then neither overwrite the new holder's record nor ask for a retry,
 	// which would run the handler a third time.
-	second := b.newHandler()
+	second := b.newHandler(t)
 	var slowHolder atomic.Bool
 	b.business.hook = func(context.Context, events.SQSMessage) {
 		if !slowHolder.CompareAndSwap(false, true) {

@@ -2,13 +2,14 @@ package processor
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -81,68 +82,167 @@ func (k KeySource) key(msg events.SQSMessage) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("no message attribute %q", k.arg)
 		}
-		return attributeValue(a), nil
+		return sqsmsg.AttributeText(a), nil
 	}
 	// The replayer re-sends a dead letter with a new messageId and records
 	// the first one, so a replay of a completed message stays a duplicate.
-	if a, ok := msg.MessageAttributes[sqsmsg.AttrOriginalMessageID]; ok {
-		if v := attributeValue(a); v != "" {
-			return v, nil
-		}
+	if v, ok := sqsmsg.OriginalMessageID(msg); ok {
+		return v, nil
 	}
 	return msg.MessageId, nil
 }
 
-func attributeValue(a events.SQSMessageAttribute) string {
-	if a.StringValue != nil {
-		return *a.StringValue
-	}
-	if len(a.BinaryValue) > 0 {
-		return base64.StdEncoding.EncodeToString(a.BinaryValue)
-	}
-	return ""
-}
-
+// bodyKey is the value at the JSON pointer tokens in body. The key must be
+// one unambiguous string, so the body is read more strictly than
+// encoding/json does: data after the JSON value, a member of the path that
+// appears twice (encoding/json keeps the last one), and a key string with a
+// lone surrogate escape or invalid UTF-8 (encoding/json turns every one of
+// them into U+FFFD, so "\ud800" and "\udbff" would be one key) are refused.
 func bodyKey(body string, tokens []string) (string, error) {
 	dec := json.NewDecoder(strings.NewReader(body))
-	dec.UseNumber()
-	var v any
+	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
 		return "", fmt.Errorf("body is not JSON: %v", err)
 	}
+	// A second value or junk after the first would otherwise be ignored: a
+	// producer could append anything and keep the key of the first value.
+	if rest := strings.TrimLeft(body[dec.InputOffset():], " \t\r\n"); rest != "" {
+		return "", fmt.Errorf("body is not JSON: data after the JSON value at byte %d", len(body)-len(rest))
+	}
 	for i, tok := range tokens {
-		switch node := v.(type) {
-		case map[string]any:
-			next, ok := node[tok]
-			if !ok {
-				return "", fmt.Errorf("body has no member at %s", pointerPrefix(tokens[:i+1]))
-			}
-			v = next
-		case []any:
-			idx, err := strconv.Atoi(tok)
-			if err != nil || idx < 0 || idx >= len(node) || (len(tok) > 1 && tok[0] == '0') {
-				return "", fmt.Errorf("body has no element at %s", pointerPrefix(tokens[:i+1]))
-			}
-			v = node[idx]
-		default:
+		next, err := member(v, tok)
+		if err != nil {
+			return "", fmt.Errorf("body %s at %s", err, pointerPrefix(tokens[:i+1]))
+		}
+		if next == nil {
 			return "", fmt.Errorf("body has a scalar at %s", pointerPrefix(tokens[:i]))
 		}
+		v = next
 	}
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case json.Number:
-		return v.String(), nil
-	case bool:
+	switch v[0] {
+	case '"':
+		if err := checkString(v); err != nil {
+			return "", fmt.Errorf("value at %s %v", pointerPrefix(tokens), err)
+		}
+		var s string
+		err := json.Unmarshal(v, &s)
+		return s, err
+	case 'n':
+		return "", errors.New("value is null")
+	case 't', 'f':
 		// Two values for a whole stream of messages: all but the first of
 		// each would be dropped as duplicates.
 		return "", errors.New("value is a boolean, not a string or number")
-	case nil:
-		return "", errors.New("value is null")
+	case '{', '[':
+		// An object or array as a key would depend on the producer's member
+		// order and spacing: two sends of one order could get different keys.
+		return "", errors.New("value is an object or array, not a string or number")
 	}
-	// An object or array as a key would depend on the producer's member
-	// order and spacing: two sends of one order could get different keys.
-	return "", errors.New("value is an object or array, not a string or number")
+	// A number is its literal text, as the producer wrote it.
+	return string(v), nil
+}
+
+// member returns the raw value of member tok of the object v, or of element
+// tok of the array v; nil, nil if v is a scalar. The error completes "body
+// ... at <pointer>".
+func member(v json.RawMessage, tok string) (json.RawMessage, error) {
+	if v[0] != '{' && v[0] != '[' {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	if _, err := dec.Token(); err != nil { // '{' or '['
+		return nil, err
+	}
+	if v[0] == '[' {
+		idx, err := strconv.Atoi(tok)
+		if err != nil || idx < 0 || (len(tok) > 1 && tok[0] == '0') {
+			return nil, errors.New("has no element")
+		}
+		for i := 0; dec.More(); i++ {
+			var elem json.RawMessage
+			if err := dec.Decode(&elem); err != nil {
+				return nil, err
+			}
+			if i == idx {
+				return elem, nil
+			}
+		}
+		return nil, errors.New("has no element")
+	}
+	var found json.RawMessage
+	for dec.More() {
+		start := dec.InputOffset()
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		// The raw name: what follows the previous token (a comma, white
+		// space) up to the end of this one starts at its opening quote.
+		raw := v[start:dec.InputOffset()]
+		raw = raw[bytes.IndexByte(raw, '"'):]
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if t.(string) != tok {
+			continue
+		}
+		if err := checkString(raw); err != nil {
+			return nil, fmt.Errorf("has a member whose name %v", err)
+		}
+		if found != nil {
+			// encoding/json would take the last one: a producer could
+			// make the key whichever it likes.
+			return nil, fmt.Errorf("has a duplicate member %q", tok)
+		}
+		found = val
+	}
+	if found == nil {
+		return nil, errors.New("has no member")
+	}
+	return found, nil
+}
+
+// checkString refuses a raw JSON string literal that encoding/json would
+// decode lossily: invalid UTF-8, or a surrogate escape that is not half of a
+// high-low pair. Both become U+FFFD, so distinct strings would compare equal.
+// A valid pair ("\ud83d\ude00") is the character it encodes, like the
+// character written as is.
+func checkString(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New("is not valid UTF-8")
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // high: a low must follow
+			if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo := hex4(raw[i+3:]); lo >= 0xdc00 && lo <= 0xdfff {
+					i += 6
+					continue
+				}
+			}
+			return fmt.Errorf("has a lone surrogate escape \\u%04x", r)
+		case utf16.IsSurrogate(r): // low without a high before it
+			return fmt.Errorf("has a lone surrogate escape \\u%04x", r)
+		}
+	}
+	return nil
+}
+
+// hex4 is the value of the 4 hex digits that begin b; the caller's input is
+// valid JSON, where \u is always followed by 4 of them.
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(n)
 }
 
 // badEscape is a "~" that does not start "~0" or "~1".

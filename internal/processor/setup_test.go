@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
@@ -23,33 +25,37 @@ import (
 )
 
 // countingDynamo wraps the real client, counting calls per operation and
-// failing them on demand.
+// failing the lock protocol's operations on demand.
 type countingDynamo struct {
 	dedupe.DynamoAPI
-	puts, updates, deletes atomic.Int32
-	// fail, when set, replaces the call's result for the named operation.
+	updates, deletes atomic.Int32
+	// fail, when set, replaces the result of the named protocol operation:
+	// "acquire", "renew", "complete" or "release".
 	fail map[string]error
 }
 
-func (c *countingDynamo) total() int { return int(c.puts.Load() + c.updates.Load() + c.deletes.Load()) }
+func (c *countingDynamo) total() int { return int(c.updates.Load() + c.deletes.Load()) }
 
 func (c *countingDynamo) reset() {
-	c.puts.Store(0)
 	c.updates.Store(0)
 	c.deletes.Store(0)
 }
 
-func (c *countingDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c.puts.Add(1)
-	if err := c.fail["PutItem"]; err != nil {
-		return nil, err
+// updateOp names the protocol operation an UpdateItem is: only the acquire
+// asks for the old item, only the completion removes the lock's expiry.
+func updateOp(in *dynamodb.UpdateItemInput) string {
+	switch {
+	case in.ReturnValues == ddbtypes.ReturnValueAllOld:
+		return "acquire"
+	case strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE"):
+		return "complete"
 	}
-	return c.DynamoAPI.PutItem(ctx, in, o...)
+	return "renew"
 }
 
 func (c *countingDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	c.updates.Add(1)
-	if err := c.fail["UpdateItem"]; err != nil {
+	if err := c.fail[updateOp(in)]; err != nil {
 		return nil, err
 	}
 	return c.DynamoAPI.UpdateItem(ctx, in, o...)
@@ -57,7 +63,7 @@ func (c *countingDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 
 func (c *countingDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	c.deletes.Add(1)
-	if err := c.fail["DeleteItem"]; err != nil {
+	if err := c.fail["release"]; err != nil {
 		return nil, err
 	}
 	return c.DynamoAPI.DeleteItem(ctx, in, o...)
@@ -149,13 +155,13 @@ func setup(t testing.TB, configure ...func(*processor.Config)) *bundle {
 		business: &business{errs: map[string]error{}},
 		logs:     &logBuffer{},
 	}
-	b.handler = b.newHandler()
+	b.handler = b.newHandler(t)
 	return b
 }
 
 // newHandler is another Lambda instance on the same table and clock.
-func (b *bundle) newHandler() *processor.Handler {
-	return processor.New(b.cfg, processor.Deps{
+func (b *bundle) newHandler(t testing.TB) *processor.Handler {
+	return mustNew(t, b.cfg, processor.Deps{
 		DynamoDB: b.dynamo,
 		SQS:      b.sqs,
 		Business: b.business.Handle,
@@ -164,6 +170,15 @@ func (b *bundle) newHandler() *processor.Handler {
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Logger:   slog.New(slog.NewJSONHandler(b.logs, nil)),
 	})
+}
+
+func mustNew(t testing.TB, cfg processor.Config, d processor.Deps) *processor.Handler {
+	t.Helper()
+	h, err := processor.New(cfg, d)
+	if err != nil {
+		t.Fatalf("processor.New: %v", err)
+	}
+	return h
 }
 
 func (b *bundle) handle(t *testing.T, records ...events.SQSMessage) []string {

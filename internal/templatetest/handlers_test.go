@@ -99,7 +99,9 @@ func setupStack(t *testing.T, params map[string]string) *stackBundle {
 		t.Fatalf("replayer config from the deployed environment: %v", err)
 	}
 	b.processorCfg = pcfg
-	b.processor = processor.NewHandler(pcfg, cfg, b.business.handle)
+	if b.processor, err = processor.NewHandler(pcfg, cfg, b.business.handle); err != nil {
+		t.Fatal(err)
+	}
 	b.replayer = replay.NewHandler(rcfg, cfg)
 	b.keyPrefix = pcfg.KeyPrefix
 	b.maxReceiveCount, _ = strconv.Atoi(st.Parameters["MaxReceiveCount"])

@@ -1,0 +1,69 @@
+package processor
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
+)
+
+// budget divides one invocation's time: records run until the reserve
+// (retrybudget.Reserve) begins; the batch's last calls (forwards to the
+// operator queue, the failure backoff) run in it, and leave its response
+// share for the response.
+type budget struct {
+	deadline time.Time // zero: the context has none
+	reserve  time.Duration
+}
+
+func newBudget(ctx context.Context, now time.Time) budget {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return budget{}
+	}
+	return budget{deadline: deadline, reserve: retrybudget.Reserve(deadline.Sub(now))}
+}
+
+// recordsEnd is when records, and their table calls, must be done.
+func (b budget) recordsEnd() time.Time { return b.deadline.Add(-b.reserve) }
+
+// canStart says whether a record may start at now, and how long is left
+// before the reserve.
+func (b budget) canStart(now time.Time) (time.Duration, bool) {
+	if b.deadline.IsZero() {
+		return 0, true
+	}
+	left := b.recordsEnd().Sub(now)
+	return left, left > 0
+}
+
+// recordContext ends when the reserve begins, so that no table call of a
+// record, nor its SDK retries, runs into it.
+func (b budget) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, b.recordsEnd())
+}
+
+// finalContext is the batch's last calls': it ends the response share of the
+// reserve before the deadline.
+func (b budget) finalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, b.deadline.Add(-retrybudget.ResponseShare(b.reserve)))
+}
+
+// budgetedSQS bounds every SQS call's retries by its context's deadline.
+type budgetedSQS struct{ api SQSAPI }
+
+func (s budgetedSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
+}
+
+func (s budgetedSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	return s.api.ChangeMessageVisibilityBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
+}
