@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
@@ -32,9 +34,10 @@ type Handler struct {
 	log  *slog.Logger
 }
 
-// NewHandler builds the handler and its SQS client.
+// NewHandler builds the handler and its SQS client, whose retries back off
+// at most retrybudget.MaxBackoff and end when the call's time is up.
 func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
-	return New(cfg, Deps{SQS: sqs.NewFromConfig(awsCfg)})
+	return New(cfg, Deps{SQS: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })})
 }
 
 // Deps are the handler's collaborators; a nil random source or logger means
@@ -54,7 +57,14 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Handler{cfg: cfg, api: d.SQS, rand: d.Rand, log: d.Logger}
+	return &Handler{cfg: cfg, api: budgetedSender{d.SQS}, rand: d.Rand, log: d.Logger}
+}
+
+// budgetedSender bounds every send's retries by its context's deadline.
+type budgetedSender struct{ api sqsmsg.BatchSender }
+
+func (s budgetedSender) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }
 
 // decision is where one record goes and as what.
@@ -65,10 +75,19 @@ type decision struct {
 	reason string // set for the operator queue
 }
 
+// sendsInFlight is how many SendMessageBatch calls one invocation makes at
+// once. A batch of 1000 dead letters is over a hundred calls: one after the
+// other they could outlast the 30 s timeout, ten at a time they take about
+// twelve calls' time. A standard queue takes that from every invocation; a
+// FIFO queue's call quota may throttle many invocations at once, and the
+// SDK then retries. The template bounds ReplayerBatchSize by this figure
+// (see TestTemplateBatchSizeFitsTheTimeout).
+const sendsInFlight = 10
+
 // Handle replays or forwards every record, in one SendMessageBatch per 10
-// messages per destination, and reports the records not accepted as batch
-// item failures so they stay in the DLQ. Per-record problems never make it
-// return an error.
+// messages per destination, up to sendsInFlight calls at once, and reports
+// the records not accepted as batch item failures so they stay in the DLQ.
+// Per-record problems never make it return an error.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	decisions := make([]decision, len(ev.Records))
 	byQueue := map[string][]sqsmsg.Entry{}
@@ -77,12 +96,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		decisions[i] = d
 		byQueue[d.queue] = append(byQueue[d.queue], d.entry)
 	}
-	failed := map[string]error{}
-	for _, q := range []string{h.cfg.MainQueueURL, h.cfg.OperatorQueueURL} {
-		for id, err := range sqsmsg.SendBatch(ctx, h.api, q, byQueue[q]) {
-			failed[id] = err
-		}
-	}
+	// The sends end before the response share of the invocation's reserve:
+	// a send still running at the timeout would cost the whole response.
+	sendCtx, cancel := sendContext(ctx)
+	defer cancel()
+	failed := sqsmsg.SendBatches(sendCtx, h.api, sendsInFlight,
+		sqsmsg.Batch{QueueURL: h.cfg.MainQueueURL, Entries: byQueue[h.cfg.MainQueueURL]},
+		sqsmsg.Batch{QueueURL: h.cfg.OperatorQueueURL, Entries: byQueue[h.cfg.OperatorQueueURL]})
 	var resp events.SQSEventResponse
 	for _, d := range decisions {
 		err := failed[d.entry.RecordID]
@@ -92,6 +112,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 	}
 	return resp, nil
+}
+
+func sendContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	share := retrybudget.ResponseShare(retrybudget.Reserve(time.Until(deadline)))
+	return context.WithDeadline(ctx, deadline.Add(-share))
 }
 
 func (h *Handler) decide(rec events.SQSMessage, r float64) decision {
@@ -106,11 +135,14 @@ func (h *Handler) decide(rec events.SQSMessage, r float64) decision {
 		return h.toOperator(rec, n, ReasonMissingGroupID)
 	}
 	e := sqsmsg.FromRecord(rec)
-	orig := rec.MessageId
-	if a, ok := e.Attributes[sqsmsg.AttrOriginalMessageID]; ok && aws.ToString(a.StringValue) != "" {
-		orig = *a.StringValue
-	} else if !e.SetAttribute(sqsmsg.AttrOriginalMessageID, sqsmsg.String(orig)) {
-		return h.toOperator(rec, n, ReasonAttributeLimit)
+	// An original id the message already carries, String or Binary, is
+	// kept as it is: the processor keys on it.
+	orig, ok := sqsmsg.OriginalMessageID(rec)
+	if !ok {
+		orig = rec.MessageId
+		if !e.SetAttribute(sqsmsg.AttrOriginalMessageID, sqsmsg.String(orig)) {
+			return h.toOperator(rec, n, ReasonAttributeLimit)
+		}
 	}
 	if !e.SetAttribute(sqsmsg.AttrReplayCount, counter(e, n)) {
 		return h.toOperator(rec, n, ReasonAttributeLimit)

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -428,5 +429,59 @@ func TestLogsOneLinePerRecordWithoutBody(t *testing.T) {
 				t.Errorf("line %d: %s = %v, want %v", i, k, lines[i][k], v)
 			}
 		}
+	}
+}
+
+// sqs-dlq-original-message-id is what the processor keys a replay on (its
+// String value, or its Binary value in base64): an existing one, whatever
+// its data type, reaches the main queue and then the operator queue byte for
+// byte, never replaced by a String of the DLQ record's id.
+func TestOriginalMessageIDKeptWhateverItsType(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		orig events.SQSMessageAttribute
+		fifo bool
+	}{
+		{"Binary", events.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{0, 0xff, 'i', 'd', 0x80}}, false},
+		{"Binary with a custom type", events.SQSMessageAttribute{DataType: "Binary.uuid", BinaryValue: []byte{0x0e, 0x9d, 0x8c, 0x7b}}, false},
+		{"Binary on a FIFO main queue", events.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{1, 2, 3}}, true},
+		{"String with a custom type", str("String.uuid", origID), false},
+		{"Number", str("Number", "42"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, options{fifoMain: tt.fifo, env: map[string]string{"MAX_ATTEMPTS": "1"}})
+			want := map[string]events.SQSMessageAttribute{sqsmsg.AttrOriginalMessageID: tt.orig, "tenant": str("String", "acme")}
+			rec := fifoRecord("dlq-record-id", "body", "g", want)
+			if !tt.fifo {
+				rec = record("dlq-record-id", "body", want)
+			}
+			if resp := b.handle(rec); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("replay failed: %v", resp.BatchItemFailures)
+			}
+			replayed := b.receive(b.mainURL, 1)[0]
+			sameAttributes(t, replayed, want)
+			if attr(replayed, sqsmsg.AttrReplayCount) != "Number:1" {
+				t.Errorf("counter %q, want Number:1", attr(replayed, sqsmsg.AttrReplayCount))
+			}
+
+			// It fails again: past MAX_ATTEMPTS, to the operator queue.
+			if resp := b.handle(asRecord(replayed)); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("forward failed: %v", resp.BatchItemFailures)
+			}
+			forwarded := b.receive(b.opURL, 1)[0]
+			sameAttributes(t, forwarded, want)
+			if attr(forwarded, sqsmsg.AttrReason) != "String:"+ReasonMaxAttempts {
+				t.Errorf("reason %q", attr(forwarded, sqsmsg.AttrReason))
+			}
+
+			// An invalid counter goes to the operator queue by another path.
+			bad := maps.Clone(want)
+			bad[sqsmsg.AttrReplayCount] = str("String", "x")
+			b.handle(record("dlq-record-2", "body", bad))
+			sameAttributes(t, b.receive(b.opURL, 1)[0], bad)
+		})
 	}
 }

@@ -97,12 +97,14 @@ func (b *bundle) empty(url string) {
 }
 
 // spyAPI counts SendMessageBatch calls per queue on the way to moto, and
-// injects faults: entries with body failBody fail individually, calls to
-// failQueue fail as a whole.
+// injects faults: entries with body failBody or one of failBodies fail
+// individually, calls to failQueue fail as a whole. Set them before the
+// handler runs; calls may come concurrently.
 type spyAPI struct {
-	real      *sqs.Client
-	failBody  string
-	failQueue string
+	real       *sqs.Client
+	failBody   string
+	failBodies map[string]bool
+	failQueue  string
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -121,7 +123,7 @@ func (s *spyAPI) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchI
 	pass.Entries = nil
 	var failed []sqstypes.BatchResultErrorEntry
 	for _, e := range in.Entries {
-		if s.failBody != "" && aws.ToString(e.MessageBody) == s.failBody {
+		if body := aws.ToString(e.MessageBody); s.failBody != "" && body == s.failBody || s.failBodies[body] {
 			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("injected"), SenderFault: false})
 		} else {
 			pass.Entries = append(pass.Entries, e)

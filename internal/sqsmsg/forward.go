@@ -29,7 +29,7 @@ func FromRecord(rec events.SQSMessage) Entry {
 func ForwardEntry(rec events.SQSMessage, operatorQueueURL, reason string) Entry {
 	e := FromRecord(rec)
 	e.SetAttribute(AttrReason, String(reason))
-	if _, ok := e.Attributes[AttrOriginalMessageID]; !ok {
+	if _, ok := OriginalMessageID(rec); !ok {
 		e.SetAttribute(AttrOriginalMessageID, String(rec.MessageId))
 	}
 	if IsFIFO(operatorQueueURL) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,6 +143,44 @@ func TestSendBatchAcceptedMessageIDsFromSQS(t *testing.T) {
 	for _, m := range got {
 		if body, ok := want[aws.ToString(m.MessageId)]; !ok || body != aws.ToString(m.Body) {
 			t.Errorf("message %s (%q) was not returned by SendBatchAccepted with that body", aws.ToString(m.MessageId), aws.ToString(m.Body))
+		}
+	}
+}
+
+// A forward to the operator queue (the replayer's hopeless dead letters, the
+// processor's Permanent failures) keeps an existing original id of any data
+// type byte for byte, and adds a String one only where there is none.
+func TestForwardKeepsOriginalMessageIDThroughSQS(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	url := mototest.NewQueue(t, cfg, false, nil)
+	bin := events.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{0, 0xff, 0x80, 'i', 'd'}}
+	custom := events.SQSMessageAttribute{DataType: "Binary.uuid", BinaryValue: []byte{0x0e, 0x9d}}
+	recs := []events.SQSMessage{
+		{MessageId: "binary", Body: "binary", MessageAttributes: map[string]events.SQSMessageAttribute{AttrOriginalMessageID: bin}},
+		{MessageId: "custom", Body: "custom", MessageAttributes: map[string]events.SQSMessageAttribute{AttrOriginalMessageID: custom}},
+		{MessageId: "none", Body: "none"},
+	}
+	want := map[string]string{"binary": "Binary:00ff806964", "custom": "Binary.uuid:0e9d", "none": "String:none"}
+	var es []Entry
+	for _, r := range recs {
+		es = append(es, ForwardEntry(r, url, "permanent-error"))
+	}
+	if failed := SendBatch(context.Background(), sqs.NewFromConfig(cfg), url, es); len(failed) != 0 {
+		t.Fatalf("send: %v", failed)
+	}
+	got := mototest.Receive(t, cfg, url, len(recs), 10*time.Second)
+	if len(got) != len(recs) {
+		t.Fatalf("received %d messages, want %d", len(got), len(recs))
+	}
+	for _, m := range got {
+		a := m.MessageAttributes[AttrOriginalMessageID]
+		v := aws.ToString(a.DataType) + ":" + aws.ToString(a.StringValue)
+		if a.BinaryValue != nil {
+			v = fmt.Sprintf("%s:%x", aws.ToString(a.DataType), a.BinaryValue)
+		}
+		if w := want[aws.ToString(m.Body)]; v != w {
+			t.Errorf("%s: original id %s, want %s", aws.ToString(m.Body), v, w)
 		}
 	}
 }

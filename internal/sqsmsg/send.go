@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -39,12 +40,12 @@ func (e *EntryError) Error() string {
 
 // SendBatch sends entries to queueURL in order, in as few SendMessageBatch
 // calls as the limits allow (MaxBatchEntries entries and MaxBatchBytes per
-// call), and returns the RecordIDs that were NOT accepted with the reason:
-// an *EntryError for a per-entry failure, the wrapped call error for every
-// entry of a call that failed as a whole (a cancelled ctx included),
-// ErrTooLarge, or ErrNotConfirmed. An empty result means every entry was
-// accepted. RecordIDs should be unique; for a duplicate only the first
-// failure is kept.
+// call), one call at a time, and returns the RecordIDs that were NOT
+// accepted with the reason: an *EntryError for a per-entry failure, the
+// wrapped call error for every entry of a call that failed as a whole (a
+// cancelled ctx included), ErrTooLarge, or ErrNotConfirmed. An empty result
+// means every entry was accepted. RecordIDs should be unique; for a
+// duplicate only the first failure is kept.
 func SendBatch(ctx context.Context, api BatchSender, queueURL string, entries []Entry) map[string]error {
 	_, failed := SendBatchAccepted(ctx, api, queueURL, entries)
 	return failed
@@ -55,29 +56,91 @@ func SendBatch(ctx context.Context, api BatchSender, queueURL string, entries []
 // messages (the demo, against a deployed stack) needs them. A RecordID is in
 // accepted or in failed, never both, and every entry is in one of them.
 func SendBatchAccepted(ctx context.Context, api BatchSender, queueURL string, entries []Entry) (accepted map[string]string, failed map[string]error) {
-	accepted, failed = map[string]string{}, map[string]error{}
-	r := &results{
-		accept: func(id, messageID string) {
-			if _, bad := failed[id]; !bad {
-				accepted[id] = messageID
-			}
-		},
-		fail: func(id string, err error) {
-			delete(accepted, id)
-			if _, dup := failed[id]; !dup {
-				failed[id] = err
-			}
-		},
+	return send(ctx, api, 1, []Batch{{QueueURL: queueURL, Entries: entries}})
+}
+
+// Batch is messages for one queue.
+type Batch struct {
+	QueueURL string
+	Entries  []Entry
+}
+
+// SendBatches sends every batch as SendBatch does, with the same result,
+// but makes up to inFlight SendMessageBatch calls at once across all the
+// batches: a thousand messages are a hundred calls, too slow one after the
+// other for a Lambda invocation. On a FIFO queue a call waits for the
+// earlier calls holding a message group it holds, so each group reaches SQS
+// in the order of the entries, as with SendBatch; calls of other groups
+// overlap. RecordIDs should be unique across all the batches.
+func SendBatches(ctx context.Context, api BatchSender, inFlight int, batches ...Batch) map[string]error {
+	_, failed := send(ctx, api, inFlight, batches)
+	return failed
+}
+
+// call is one SendMessageBatch to make: entries[idx] to queueURL, once the
+// calls in after have finished.
+type call struct {
+	queueURL string
+	entries  []Entry
+	idx      []int
+	after    []chan struct{}
+	done     chan struct{}
+}
+
+func send(ctx context.Context, api BatchSender, inFlight int, batches []Batch) (map[string]string, map[string]error) {
+	r := &results{accepted: map[string]string{}, failed: map[string]error{}}
+	var calls []*call
+	for _, b := range batches {
+		calls = append(calls, plan(b, r)...)
 	}
-	var chunk []int // indexes into entries
+	// A call takes its slot before it waits for the calls it comes after.
+	// Slots are taken in plan order and a call only waits for earlier ones,
+	// which hold slots already or have finished, so the earliest unfinished
+	// call can always run: no deadlock, and inFlight 1 is SendBatch's
+	// one-at-a-time order exactly.
+	slots := make(chan struct{}, max(inFlight, 1))
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			defer close(c.done)
+			for _, d := range c.after {
+				<-d
+			}
+			sendChunk(ctx, api, c.queueURL, c.entries, c.idx, r)
+		})
+	}
+	wg.Wait()
+	return r.accepted, r.failed
+}
+
+// plan cuts a batch into calls within SQS's limits, keeping the entries'
+// order, fails the entries too large to send at all, and on a FIFO queue
+// orders each call after the previous call of every group it holds.
+func plan(b Batch, r *results) []*call {
+	var calls []*call
+	last := map[string]*call{} // message group -> its latest call
+	var chunk []int            // indexes into b.Entries
 	size := 0
 	flush := func() {
-		if len(chunk) > 0 {
-			sendChunk(ctx, api, queueURL, entries, chunk, r)
+		if len(chunk) == 0 {
+			return
 		}
-		chunk, size = chunk[:0], 0
+		c := &call{queueURL: b.QueueURL, entries: b.Entries, idx: chunk, done: make(chan struct{})}
+		if IsFIFO(b.QueueURL) {
+			for _, i := range chunk {
+				g := b.Entries[i].GroupID
+				if prev, ok := last[g]; ok && prev != c && g != "" {
+					c.after = append(c.after, prev.done)
+				}
+				last[g] = c
+			}
+		}
+		calls = append(calls, c)
+		chunk, size = nil, 0
 	}
-	for i, e := range entries {
+	for i, e := range b.Entries {
 		n := e.Size()
 		if n > MaxMessageBytes {
 			r.fail(e.RecordID, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, MaxMessageBytes))
@@ -90,13 +153,32 @@ func SendBatchAccepted(ctx context.Context, api BatchSender, queueURL string, en
 		size += n
 	}
 	flush()
-	return accepted, failed
+	return calls
 }
 
-// results collects the outcome of every entry, by RecordID.
+// results collects the outcome of every entry, by RecordID, from
+// concurrent calls.
 type results struct {
-	accept func(recordID, messageID string)
-	fail   func(recordID string, err error)
+	mu       sync.Mutex
+	accepted map[string]string
+	failed   map[string]error
+}
+
+func (r *results) accept(recordID, messageID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, bad := r.failed[recordID]; !bad {
+		r.accepted[recordID] = messageID
+	}
+}
+
+func (r *results) fail(recordID string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.accepted, recordID)
+	if _, dup := r.failed[recordID]; !dup {
+		r.failed[recordID] = err
+	}
 }
 
 // sendChunk makes one call. Entry Ids are the entries' indexes: always valid

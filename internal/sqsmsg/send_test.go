@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -300,5 +302,130 @@ func TestForwardEntry(t *testing.T) {
 	rec.Attributes["MessageGroupId"] = "g"
 	if got := ForwardEntry(rec, "https://sqs/1/operator.fifo", "x").GroupID; got != "g" {
 		t.Errorf("group %q, want the record's own group kept", got)
+	}
+}
+
+// meetingSender answers every call, but the first `meet` calls return only
+// once all of them are in flight together (or their context ends): proof
+// that many calls overlap, without a sleep. It records the most calls ever
+// in flight, each group's bodies in the order SQS got them, and the groups
+// two calls in flight held at once.
+type meetingSender struct {
+	meet int
+
+	mu       sync.Mutex
+	arrived  int
+	met      chan struct{}
+	inFlight int
+	most     int
+	held     map[string]bool
+	clash    []string
+	order    map[string][]string
+}
+
+func newMeetingSender(meet int) *meetingSender {
+	return &meetingSender{meet: meet, met: make(chan struct{}), held: map[string]bool{}, order: map[string][]string{}}
+}
+
+func (m *meetingSender) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	groups := map[string]bool{}
+	m.mu.Lock()
+	m.inFlight++
+	m.most = max(m.most, m.inFlight)
+	for _, e := range in.Entries {
+		g := aws.ToString(in.QueueUrl) + " " + aws.ToString(e.MessageGroupId)
+		if IsFIFO(aws.ToString(in.QueueUrl)) && !groups[g] {
+			if m.held[g] {
+				m.clash = append(m.clash, g)
+			}
+			groups[g], m.held[g] = true, true
+		}
+		m.order[g] = append(m.order[g], aws.ToString(e.MessageBody))
+	}
+	if m.arrived++; m.arrived == m.meet {
+		close(m.met)
+	}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.inFlight--
+		for g := range groups {
+			delete(m.held, g)
+		}
+	}()
+	select {
+	case <-m.met:
+		return acceptAll(in), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func grouped(n int, prefix, group string) []Entry {
+	es := entries(n, 10)
+	for i := range es {
+		es[i].RecordID = fmt.Sprintf("%s-%d", prefix, i)
+		es[i].Body = fmt.Sprintf("%s %d", prefix, i)
+		es[i].GroupID = group
+	}
+	return es
+}
+
+// SendBatches shares one bound on calls in flight across its batches, sends
+// the calls of a standard queue all at once (a group id there orders
+// nothing), and on a FIFO queue holds back a call until the earlier calls
+// holding any of its groups have finished, so every group reaches SQS in
+// order. (internal/replay's TestFIFOGroupsKeepTheirOrderUnderConcurrency
+// pairs calls adversarially; this one checks the contract.)
+func TestSendBatchesConcurrency(t *testing.T) {
+	t.Parallel()
+	// Standard: three calls of one group, all overlapping. FIFO: calls
+	// [a×10] [b×10] [a×5 c×5] [c×10]: the third waits for the first, the
+	// fourth for the third; the first two overlap with the standard ones.
+	std := Batch{QueueURL: "https://sqs/1/std", Entries: grouped(30, "s", "g")}
+	fifo := Batch{QueueURL: "https://sqs/1/q.fifo", Entries: slices.Concat(grouped(10, "a", "a"), grouped(10, "b", "b"), grouped(5, "a2", "a"), grouped(15, "c", "c"))}
+	// A bound on waiting for the others, not a sleep: it ends when they meet.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := newMeetingSender(5)
+	if failed := SendBatches(ctx, m, 5, std, fifo); len(failed) != 0 {
+		t.Fatalf("%d entries failed: the first 5 calls (3 standard, 2 FIFO) never met (most in flight %d)", len(failed), m.most)
+	}
+	if m.most != 5 {
+		t.Errorf("most calls in flight %d, want the bound, 5", m.most)
+	}
+	if len(m.clash) != 0 {
+		t.Errorf("FIFO groups %v were in two calls in flight at once", m.clash)
+	}
+	for _, g := range []string{"a", "b", "c"} {
+		var want []string
+		for _, e := range fifo.Entries {
+			if e.GroupID == g {
+				want = append(want, e.Body)
+			}
+		}
+		if got := m.order[fifo.QueueURL+" "+g]; !slices.Equal(got, want) {
+			t.Errorf("group %s reached SQS as %v, want %v", g, got, want)
+		}
+	}
+}
+
+// With a cancelled context no call is made and every entry fails with the
+// context's error, whatever the bound.
+func TestSendBatchesCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := &fakeSender{}
+	es := entries(25, 10)
+	failed := SendBatches(ctx, f, 10, Batch{QueueURL: "https://sqs/1/q", Entries: es})
+	if len(f.calls) != 0 || len(failed) != len(es) {
+		t.Fatalf("%d calls, %d failed; want none made and all %d failed", len(f.calls), len(failed), len(es))
+	}
+	for _, e := range es {
+		if !errors.Is(failed[e.RecordID], context.Canceled) {
+			t.Errorf("%s: %v, want context.Canceled", e.RecordID, failed[e.RecordID])
+		}
 	}
 }

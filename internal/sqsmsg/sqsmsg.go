@@ -1,6 +1,7 @@
 package sqsmsg
 
 import (
+	"encoding/base64"
 	"slices"
 	"strconv"
 
@@ -49,6 +50,31 @@ func Attributes(in map[string]events.SQSMessageAttribute) map[string]sqstypes.Me
 		out[name] = v
 	}
 	return out
+}
+
+// AttributeText is an attribute's value as the processor reads a key from
+// it: a String or Number value as it is, a Binary value in standard base64,
+// "" for an attribute without a value.
+func AttributeText(a events.SQSMessageAttribute) string {
+	if a.StringValue != nil {
+		return *a.StringValue
+	}
+	if len(a.BinaryValue) > 0 {
+		return base64.StdEncoding.EncodeToString(a.BinaryValue)
+	}
+	return ""
+}
+
+// OriginalMessageID is the record's sqs-dlq-original-message-id as the
+// processor keys on it, and whether it has one. An attribute of that name
+// with a value, of whatever data type, is the original id and must be sent
+// on byte for byte: replacing it would change the key of every later replay.
+func OriginalMessageID(rec events.SQSMessage) (string, bool) {
+	a, ok := rec.MessageAttributes[AttrOriginalMessageID]
+	if !ok || AttributeText(a) == "" {
+		return "", false
+	}
+	return AttributeText(a), true
 }
 
 // String is a String attribute value.

@@ -1,0 +1,294 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+// rendezvous is an SQS client whose SendMessageBatch calls wait for each
+// other: every call returns only once `size` calls are in flight together
+// (a cyclic barrier), or fails when its context ends. moto cannot show two
+// calls overlapping; this can, without a sleep. It also records the most
+// calls ever in flight, and which message groups were in flight at once.
+type rendezvous struct {
+	size int
+
+	mu       sync.Mutex
+	waiting  int
+	release  chan struct{}
+	inFlight int
+	most     int
+	groups   map[string]bool // groups of the calls in flight
+	clash    []string        // groups sent by two calls at once
+	order    map[string][]string
+}
+
+func newRendezvous(size int) *rendezvous {
+	return &rendezvous{size: size, release: make(chan struct{}), groups: map[string]bool{}, order: map[string][]string{}}
+}
+
+func (r *rendezvous) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	var mine []string
+	r.mu.Lock()
+	r.inFlight++
+	r.most = max(r.most, r.inFlight)
+	for _, e := range in.Entries {
+		g := aws.ToString(e.MessageGroupId)
+		if g == "" {
+			continue
+		}
+		if !slices.Contains(mine, g) {
+			if r.groups[g] {
+				r.clash = append(r.clash, g)
+			}
+			mine = append(mine, g)
+		}
+		r.order[g] = append(r.order[g], aws.ToString(e.MessageBody))
+	}
+	for _, g := range mine {
+		r.groups[g] = true
+	}
+	release := r.release
+	if r.waiting++; r.waiting == r.size {
+		close(r.release)
+		r.release, r.waiting = make(chan struct{}), 0
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.inFlight--
+		for _, g := range mine {
+			delete(r.groups, g)
+		}
+	}()
+	select {
+	case <-release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m-" + aws.ToString(e.Id))})
+	}
+	return out, nil
+}
+
+func rendezvousHandler(t *testing.T, api sqsmsg.BatchSender, mainURL string) *Handler {
+	t.Helper()
+	c, err := LoadConfig(envconfig.Map(map[string]string{"MAIN_QUEUE_URL": mainURL, "OPERATOR_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/operator", "JITTER": "none", "BACKOFF_BASE": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(c, Deps{SQS: api, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// A large batch is sent sendsInFlight calls at a time: the calls of one
+// invocation meet in groups of sendsInFlight (so that many are in flight at
+// once) and never more. Sequential sends never meet: every record fails at
+// the deadline.
+func TestSendsRunConcurrentlyUpToTheLimit(t *testing.T) {
+	t.Parallel()
+	api := newRendezvous(sendsInFlight)
+	h := rendezvousHandler(t, api, "https://sqs.us-east-1.amazonaws.com/1/main")
+	// 30 calls to the main queue: three full rounds.
+	recs := records(30*sqsmsg.MaxBatchEntries, "r", nil)
+	// A bound on a wait for the other calls, not a sleep: it ends the
+	// moment they meet.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.BatchItemFailures); n != 0 {
+		t.Errorf("%d of %d records failed: the calls never had %d in flight at once (most: %d)", n, len(recs), sendsInFlight, api.most)
+	}
+	if api.most != sendsInFlight {
+		t.Errorf("at most %d calls in flight, want exactly %d", api.most, sendsInFlight)
+	}
+}
+
+// On a FIFO main queue the replays of one message group keep their order:
+// two calls holding one group are never in flight together, and each group's
+// messages reach SQS in record order; calls of other groups still overlap.
+func TestFIFOGroupsKeepTheirOrderUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	api := newRendezvous(2)
+	h := rendezvousHandler(t, api, "https://sqs.us-east-1.amazonaws.com/1/main.fifo")
+	// Chunks of 10: a, b, a, b. The second a waits for the first; the two
+	// groups pair up at the rendezvous.
+	var recs []events.SQSMessage
+	want := map[string][]string{}
+	for round := range 2 {
+		for _, g := range []string{"a", "b"} {
+			for i := range sqsmsg.MaxBatchEntries {
+				id := fmt.Sprintf("%s-%d-%d", g, round, i)
+				recs = append(recs, fifoRecord(id, "body "+id, g, nil))
+				want[g] = append(want[g], "body "+id)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.BatchItemFailures); n != 0 {
+		t.Errorf("%d of %d records failed: calls of different groups never overlapped (most in flight: %d)", n, len(recs), api.most)
+	}
+	if len(api.clash) != 0 {
+		t.Errorf("groups %v were in two calls in flight at once", api.clash)
+	}
+	for g, w := range want {
+		if !slices.Equal(api.order[g], w) {
+			t.Errorf("group %s sent in the order %v, want %v", g, api.order[g], w)
+		}
+	}
+}
+
+// The per-record accounting stays exact with concurrent calls against SQS
+// (moto): injected per-entry failures spread over many calls, and a whole
+// destination failing, leave exactly those records in batchItemFailures;
+// every other one arrives once.
+func TestConcurrentAccountingAgainstSQS(t *testing.T) {
+	t.Parallel()
+	atMax := map[string]events.SQSMessageAttribute{sqsmsg.AttrReplayCount: str("Number", "3")}
+	failing := map[string]bool{}
+	var wantFailed []string
+	for _, i := range []int{0, 9, 10, 47, 48, 99, 120, 149} {
+		failing[fmt.Sprint("r body ", i)] = true
+		wantFailed = append(wantFailed, fmt.Sprint("r-", i))
+	}
+	tests := []struct {
+		name       string
+		failQueue  bool
+		wantFailed []string
+		wantMain   int
+		wantOp     int
+	}{
+		{"per-entry failures across calls", false, wantFailed, 150 - len(wantFailed), 25},
+		{"the operator queue fails as a whole", true, append(slices.Clone(wantFailed), recordIDs(25, "o")...), 150 - len(wantFailed), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, options{})
+			b.api.failBodies = failing
+			if tt.failQueue {
+				b.api.failQueue = b.opURL
+			}
+			resp := b.handle(append(records(150, "r", nil), records(25, "o", atMax)...)...)
+			var failed []string
+			for _, f := range resp.BatchItemFailures {
+				failed = append(failed, f.ItemIdentifier)
+			}
+			slices.Sort(failed)
+			want := slices.Sorted(slices.Values(tt.wantFailed))
+			if !slices.Equal(failed, want) {
+				t.Errorf("batchItemFailures %v, want %v", failed, want)
+			}
+			for _, q := range []struct {
+				url  string
+				want int
+			}{{b.mainURL, tt.wantMain}, {b.opURL, tt.wantOp}} {
+				seen := map[string]bool{}
+				for _, m := range b.receive(q.url, q.want) {
+					body := aws.ToString(m.Body)
+					if seen[body] || failing[body] {
+						t.Errorf("%s arrived twice, or although it failed", body)
+					}
+					seen[body] = true
+				}
+			}
+			b.empty(b.mainURL)
+			b.empty(b.opURL)
+		})
+	}
+}
+
+func recordIDs(n int, prefix string) []string {
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return ids
+}
+
+// Worst-case arithmetic of one invocation's sends, for the template's bound
+// on ReplayerBatchSize:
+//
+//   - calls: a batch of n records makes at most ceil(n/10) calls of ten,
+//     plus one partial call per destination (2), plus the calls cut short by
+//     the 1 MiB batch limit: Lambda's 6 MB invocation payload caps a batch's
+//     bodies and attributes at 6 MB, and two consecutive byte-cut calls hold
+//     more than 1 MiB between them, so at most 12 of those;
+//   - rounds: the calls go sendsInFlight at a time;
+//   - callBudget: the time one SendMessageBatch may take. SQS usually
+//     answers in tens of milliseconds; 2 s leaves room for a slow answer or
+//     one retry of the SDK after a throttle;
+//   - invocation margin: start-up, the decisions and the logs, and returning
+//     the response before the timeout.
+const (
+	callBudget       = 2 * time.Second
+	invocationMargin = 5 * time.Second
+)
+
+func worstCaseSendTime(n int) time.Duration {
+	calls := (n+sqsmsg.MaxBatchEntries-1)/sqsmsg.MaxBatchEntries + 2 + 12
+	rounds := (calls + sendsInFlight - 1) / sendsInFlight
+	return time.Duration(rounds) * callBudget
+}
+
+// The template's largest ReplayerBatchSize can be sent within the
+// replayer's timeout by the arithmetic above; a bound that no longer fits
+// (a shorter timeout, fewer sends in flight, a larger maximum) fails here.
+func TestTemplateBatchSizeFitsTheTimeout(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tmpl, err := samstack.Translate(ctx, "../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var most float64
+	for _, p := range tmpl.Parameters() {
+		if p.Name == "ReplayerBatchSize" && p.MaxValue != nil {
+			most = *p.MaxValue
+		}
+	}
+	if most == 0 {
+		t.Fatal("ReplayerBatchSize has no MaxValue: nothing bounds the batch against the timeout")
+	}
+	// The largest batch must also pass the template's rules (with the
+	// batching window they ask for above 10).
+	if _, err := tmpl.ParameterValues(map[string]string{"ReplayerBatchSize": strconv.Itoa(int(most)), "ReplayerBatchingWindow": "1"}); err != nil {
+		t.Fatalf("the largest ReplayerBatchSize is refused: %v", err)
+	}
+	fn := tmpl.Resources()["DlqReplayerFunction"].Properties
+	timeout, ok := fn["Timeout"].(float64)
+	if !ok {
+		t.Fatalf("DlqReplayerFunction's Timeout %v is not a number", fn["Timeout"])
+	}
+	budget := time.Duration(timeout)*time.Second - invocationMargin
+	if need := worstCaseSendTime(int(most)); need > budget {
+		t.Errorf("ReplayerBatchSize up to %v: %v of sends at worst (%v per call, %d in flight), over the %v the %v s timeout leaves",
+			most, need, callBudget, sendsInFlight, budget, timeout)
+	}
+}
