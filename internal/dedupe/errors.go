@@ -19,6 +19,9 @@ var (
 	// stop and must not write its outcome. It is also the cause of the
 	// function's context when a renewal finds the lock lost.
 	ErrLockLost = errors.New("dedupe: lock lost to another holder")
+	// ErrPayloadMismatch: the key is held (completed or in progress) for
+	// another payload: a conflict, not a duplicate.
+	ErrPayloadMismatch = errors.New("dedupe: same key, different payload")
 	// ErrExited: the function neither returned nor panicked: it called
 	// runtime.Goexit (as t.FailNow does). It counts as a failure, never as a
 	// success.
@@ -40,6 +43,8 @@ type HeldError struct {
 	// Until is when the hold ends: the end of the dedupe window for a
 	// completed key, the lock expiry for one in progress.
 	Until time.Time
+	// PayloadHash is the hash the record holds ("" when none was recorded).
+	PayloadHash string
 }
 
 func (e *HeldError) Error() string {
@@ -55,6 +60,19 @@ func (e *HeldError) Is(target error) bool {
 	}
 	return false
 }
+
+// PayloadMismatchError is a refused acquisition whose key is held for another
+// payload. It matches ErrPayloadMismatch.
+type PayloadMismatchError struct {
+	Key    string
+	Status Status
+}
+
+func (e *PayloadMismatchError) Error() string {
+	return fmt.Sprintf("dedupe: key %q is %s for another payload: the same key with a different message is a conflict, not a duplicate", e.Key, e.Status)
+}
+
+func (e *PayloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // RecordError is a record under the key's id that this protocol did not
 // write (another application shares the table and prefix, or someone edited

@@ -11,7 +11,7 @@ import (
 func TestAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_123)
-	expr, err := acquireExpression(now, now.Add(time.Minute), "me")
+	expr, err := acquireExpression(now, now.Add(time.Minute), "me", "h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 		t.Errorf("condition\n got %s\nwant %s", cond, want)
 	}
 	// One call takes the lock and moves the fence on.
-	wantUpdate := "ADD fence 1\nSET lockExpiresAt = 1700000060123, expiresAt = 1700000061, status = 'PROCESSING', owner = 'me'\n"
+	wantUpdate := "ADD fence 1\nSET lockExpiresAt = 1700000060123, expiresAt = 1700000061, status = 'PROCESSING', owner = 'me', payloadHash = 'h'\n"
 	if update := resolve(*expr.Update()); update != wantUpdate {
 		t.Errorf("update\n got %q\nwant %q", update, wantUpdate)
 	}

@@ -35,6 +35,8 @@ const (
 	ProcessedUnrecorded
 	// Duplicate: the key was already COMPLETED; fn did not run.
 	Duplicate
+	// PayloadMismatch: the key is held for another payload; fn did not run.
+	PayloadMismatch
 	// InProgress: another holder has a live lock; fn did not run.
 	InProgress
 	// Failed: fn returned an error (see Result.Err); the lock was released
@@ -53,6 +55,8 @@ func (o Outcome) String() string {
 		return "processed-unrecorded"
 	case Duplicate:
 		return "duplicate"
+	case PayloadMismatch:
+		return "payload-mismatch"
 	case InProgress:
 		return "in-progress"
 	case Failed:
@@ -75,6 +79,9 @@ type Result struct {
 	TookOver bool
 	// Fence is the fencing token of the lock this call took (0 if none).
 	Fence int64
+	// Cached: Duplicate or PayloadMismatch was answered by the Guard's
+	// CompletedCache, without a table call.
+	Cached bool
 	// LockExpiresAt is when the lock this call took ends (zero if none),
 	// as last renewed.
 	LockExpiresAt time.Time
@@ -102,6 +109,8 @@ type Guard struct {
 	// After has the signature of time.After, which nil means; the renewal
 	// waits on it, so tests drive renewals with a fake clock.
 	After func(d time.Duration) <-chan time.Time
+	// Cache, when set, answers repeated duplicates without a table call.
+	Cache *CompletedCache
 }
 
 // completeAttempts bounds the retries of a completion write that failed for a
@@ -115,10 +124,26 @@ const completeAttempts = 4
 //
 // fn's context carries the lease (LeaseFrom): its key and fencing token.
 func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) error) Result {
+	return g.DoPayload(ctx, key, "", fn)
+}
+
+// DoPayload is Do for a payload whose hash the record keeps: a key held for
+// another payload is PayloadMismatch, not Duplicate. "" validates nothing.
+func (g *Guard) DoPayload(ctx context.Context, key, payloadHash string, fn func(context.Context) error) Result {
 	now := g.now()
-	lease, err := g.Store.Acquire(ctx, key, now, g.lockUntil(ctx, now))
+	if err := g.Cache.held(key, payloadHash, now); err != nil {
+		if errors.Is(err, ErrPayloadMismatch) {
+			return Result{Outcome: PayloadMismatch, Err: err, Cached: true}
+		}
+		return Result{Outcome: Duplicate, Err: err, Cached: true}
+	}
+	lease, err := g.Store.AcquirePayload(ctx, key, payloadHash, now, g.lockUntil(ctx, now))
+	var held *HeldError
 	switch {
-	case errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrPayloadMismatch):
+		return Result{Outcome: PayloadMismatch, Err: err}
+	case errors.As(err, &held) && held.Status == StatusCompleted:
+		g.Cache.add(key, held.Until, held.PayloadHash)
 		return Result{Outcome: Duplicate, Err: err}
 	case errors.Is(err, ErrInProgress):
 		return Result{Outcome: InProgress, Err: err}
@@ -140,10 +165,12 @@ func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) err
 		res.ReleaseErr = g.Store.Release(ctx, lease)
 		return res
 	}
-	if err := g.complete(ctx, lease); err != nil {
+	completedAt, err := g.complete(ctx, lease)
+	if err != nil {
 		res.Outcome, res.Err = ProcessedUnrecorded, err
 		return res
 	}
+	g.Cache.add(key, completedAt.Add(g.window()), payloadHash)
 	res.Outcome = Processed
 	return res
 }
@@ -229,19 +256,20 @@ func (g *Guard) renewWhileRunning(ctx context.Context, lease Lease, lose context
 
 // complete retries a failed completion write within ctx's deadline: fn's side
 // effect has happened, and every lost completion opens a duplicate window.
-func (g *Guard) complete(ctx context.Context, lease Lease) error {
+// It returns the time the window was counted from.
+func (g *Guard) complete(ctx context.Context, lease Lease) (time.Time, error) {
 	delay := 50 * time.Millisecond
-	var err error
 	for attempt := 1; ; attempt++ {
-		err = g.Store.Complete(ctx, lease, g.now(), g.window())
+		now := g.now()
+		err := g.Store.Complete(ctx, lease, now, g.window())
 		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
-			return err
+			return now, err
 		}
 		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
-			return err
+			return now, err
 		}
 		if serr := g.sleep(ctx, delay); serr != nil {
-			return errors.Join(err, serr)
+			return now, errors.Join(err, serr)
 		}
 		delay *= 2
 	}

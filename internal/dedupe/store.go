@@ -36,6 +36,10 @@ const (
 	attrExpiresAt     = "expiresAt"     // epoch seconds, the TTL attribute
 	attrOwner         = "owner"
 	attrFence         = "fence" // grows by one with every acquisition
+	// attrPayloadHash is the hash of the message the lock was taken for ("":
+	// not validated), so that a later message with the same key and another
+	// payload is told apart from a duplicate.
+	attrPayloadHash = "payloadHash"
 )
 
 // DynamoAPI is the part of the DynamoDB client the store uses.
@@ -103,8 +107,16 @@ func (s *Store) recordID(key string) string { return RecordID(s.prefix, key) }
 // call's own earlier attempt, applied by DynamoDB but answered with an error
 // the SDK retried: the lock is ours, and Acquire returns it.
 func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Time) (Lease, error) {
+	return s.AcquirePayload(ctx, key, "", now, lockUntil)
+}
+
+// AcquirePayload is Acquire that also records payloadHash, the hash of what
+// the lock is taken for. A refusal by a record holding another non-empty hash
+// is a *PayloadMismatchError instead of a *HeldError: the same key with
+// another payload is a conflict, not a duplicate. "" validates nothing.
+func (s *Store) AcquirePayload(ctx context.Context, key, payloadHash string, now, lockUntil time.Time) (Lease, error) {
 	lease := Lease{Key: key, Owner: s.newOwner(), LockExpiresAt: lockUntil}
-	expr, err := acquireExpression(now, lockUntil, lease.Owner)
+	expr, err := acquireExpression(now, lockUntil, lease.Owner, payloadHash)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -128,7 +140,7 @@ func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Tim
 			lease.Fence = numberAttr(ccf.Item, attrFence)
 			return lease, nil
 		}
-		return Lease{}, s.heldError(key, ccf.Item)
+		return Lease{}, s.heldError(key, payloadHash, ccf.Item)
 	}
 	lease.TookOver = len(out.Attributes) > 0
 	lease.Fence = numberAttr(out.Attributes, attrFence) + 1
@@ -137,7 +149,7 @@ func (s *Store) Acquire(ctx context.Context, key string, now, lockUntil time.Tim
 
 // acquireExpression is the condition under which a new lock may be written,
 // and the lock it writes.
-func acquireExpression(now, lockUntil time.Time, owner string) (expression.Expression, error) {
+func acquireExpression(now, lockUntil time.Time, owner, payloadHash string) (expression.Expression, error) {
 	absent := expression.AttributeNotExists(expression.Name(AttrID))
 	lockExpired := expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))).
 		And(expression.Name(attrLockExpiresAt).LessThan(expression.Value(now.UnixMilli())))
@@ -148,6 +160,9 @@ func acquireExpression(now, lockUntil time.Time, owner string) (expression.Expre
 	update := lockUpdate(lockUntil).
 		Set(expression.Name(AttrStatus), expression.Value(string(StatusProcessing))).
 		Set(expression.Name(attrOwner), expression.Value(owner)).
+		// Set even when empty: a takeover must not inherit the hash of the
+		// record it replaces.
+		Set(expression.Name(attrPayloadHash), expression.Value(payloadHash)).
 		Add(expression.Name(attrFence), expression.Value(1))
 	return expression.NewBuilder().
 		WithCondition(absent.Or(lockExpired, windowEnded)).
@@ -168,7 +183,7 @@ func ownedLock(item map[string]types.AttributeValue, owner string) bool {
 }
 
 // heldError explains a refused acquisition from the item that blocked it.
-func (s *Store) heldError(key string, item map[string]types.AttributeValue) error {
+func (s *Store) heldError(key, payloadHash string, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		// DynamoDB returns the item with every refusal; none means the
 		// table answered unlike DynamoDB. Retrying later is the safe reading.
@@ -188,10 +203,14 @@ func (s *Store) heldError(key string, item map[string]types.AttributeValue) erro
 	if !ok {
 		return &RecordError{ID: s.recordID(key), Problem: fmt.Sprintf("a %s record without a numeric %s", status, until)}
 	}
-	if status == StatusCompleted {
-		return &HeldError{Key: key, Status: status, Until: time.Unix(n, 0)}
+	stored := stringAttr(item, attrPayloadHash)
+	if payloadHash != "" && stored != "" && stored != payloadHash {
+		return &PayloadMismatchError{Key: key, Status: status}
 	}
-	return &HeldError{Key: key, Status: status, Until: time.UnixMilli(n)}
+	if status == StatusCompleted {
+		return &HeldError{Key: key, Status: status, Until: time.Unix(n, 0), PayloadHash: stored}
+	}
+	return &HeldError{Key: key, Status: status, Until: time.UnixMilli(n), PayloadHash: stored}
 }
 
 // Renew extends the leased lock to lockUntil. It fails with ErrLockLost when
