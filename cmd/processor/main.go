@@ -1,20 +1,30 @@
 // Command processor is the Lambda function that consumes the main queue
-// through the idempotency table; see internal/processor.
+// through the idempotency table. It is the first user of package sqsonce,
+// and uses nothing else of this module: replace handleMessage with your side
+// effect, or write the same few lines in your own module.
 package main
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"context"
+	"log/slog"
+	"os"
 
-	"github.com/sqs-once/sqs-once/internal/lambdamain"
-	"github.com/sqs-once/sqs-once/internal/processor"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
+// exitBadConfig ends the init phase when the environment is wrong, so Lambda
+// reports an init error and no event is ever handled with it.
+const exitBadConfig = 2
+
 func main() {
-	lambdamain.Run(processor.LoadConfig, func(cfg processor.Config, awsCfg aws.Config) (any, error) {
-		h, err := processor.NewHandler(cfg, awsCfg, handleMessage)
-		if err != nil {
-			return nil, err
-		}
-		return h.Handle, nil
-	})
+	slog.SetDefault(lambdacontext.NewLogger())
+	p, err := sqsonce.FromEnv(context.Background(), handleMessage)
+	if err != nil {
+		slog.Error("invalid configuration", "error", err)
+		os.Exit(exitBadConfig)
+	}
+	lambda.Start(p.Handle)
 }

@@ -26,10 +26,17 @@ var serverURL string
 // stops it afterwards. Call it from TestMain. A missing moto_server fails the
 // run with the install instructions; it is never a skip.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(run(m, nil))
 }
 
-func run(m *testing.M) int {
+// MainWith is Main that calls setup with the server's configuration before
+// the tests run, for resources the tests (or runnable examples, which cannot
+// create their own) name.
+func MainWith(m *testing.M, setup func(aws.Config) error) {
+	os.Exit(run(m, setup))
+}
+
+func run(m *testing.M, setup func(aws.Config) error) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	srv, err := motoserver.Start(ctx)
 	cancel()
@@ -43,6 +50,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	serverURL = srv.URL
+	if setup != nil {
+		cfg, err := config.LoadDefaultConfig(context.Background())
+		if err == nil {
+			err = setup(cfg)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: set up test resources:", err)
+			return 1
+		}
+	}
 	return m.Run()
 }
 

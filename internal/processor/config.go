@@ -45,6 +45,13 @@ type Config struct {
 	FailureBackoffBase time.Duration
 	// OperatorQueueURL is empty to retry permanent failures like any other.
 	OperatorQueueURL string
+	// ValidatePayload keeps a hash of each message body with its key, so a
+	// later message with the same key and another body is a conflict
+	// (payload-mismatch), not a duplicate.
+	ValidatePayload bool
+	// LocalCache is how many completed keys each execution environment
+	// remembers, to answer repeated duplicates without a table call; 0: off.
+	LocalCache int
 }
 
 // LoadConfig reads the processor's environment; the error names every bad
@@ -60,6 +67,8 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		MaxConcurrency:     r.Int("MAX_CONCURRENCY", DefaultMaxConcurrency, 1, 1000),
 		FailureBackoffBase: r.Seconds("FAILURE_BACKOFF_BASE", 0, time.Second, maxVisibility),
 		OperatorQueueURL:   r.QueueURL("OPERATOR_QUEUE_URL", false),
+		ValidatePayload:    r.OneOf("PAYLOAD_VALIDATION", "off", "on", "off") == "on",
+		LocalCache:         r.Int("LOCAL_CACHE", 0, 0, maxLocalCache),
 	}
 	if c.KeyPrefix == "" {
 		r.Fail("KEY_PREFIX", "not set, and AWS_LAMBDA_FUNCTION_NAME (its default) is not set either")
@@ -74,6 +83,10 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 	return c, r.Err()
 }
 
+// maxLocalCache bounds LocalCache: a million keys is some 100 MB, near the
+// memory of a small function.
+const maxLocalCache = 1_000_000
+
 // DefaultMaxConcurrency is MaxConcurrency's default.
 const DefaultMaxConcurrency = 10
 
@@ -83,7 +96,13 @@ type ConfigError struct {
 	Msg   string
 }
 
-func (e *ConfigError) Error() string { return "processor: Config." + e.Field + ": " + e.Msg }
+func (e *ConfigError) Error() string { return "invalid Config." + e.Field + ": " + e.Msg }
+
+// Validate reports every field of c that cannot work, as ConfigErrors.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
 
 // withDefaults fills in the zero values and refuses what cannot work: a
 // library user gets an error naming the field, never a panic or a hang.
@@ -119,6 +138,9 @@ func (c Config) withDefaults() (Config, error) {
 		bad("MaxConcurrency", "%d is negative", c.MaxConcurrency)
 	} else if c.MaxConcurrency == 0 {
 		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.LocalCache < 0 || c.LocalCache > maxLocalCache {
+		bad("LocalCache", "%d is not from 0 to %d", c.LocalCache, maxLocalCache)
 	}
 	if c.FailureBackoffBase < 0 || c.FailureBackoffBase > maxVisibility {
 		bad("FailureBackoffBase", "%v is not from 0 to %v", c.FailureBackoffBase, maxVisibility)

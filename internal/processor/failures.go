@@ -17,9 +17,14 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// ReasonPermanent is the sqs-once-reason of a message the business handler
-// marked Permanent.
-const ReasonPermanent = "permanent-error"
+// Reasons in the sqs-once-reason attribute of the messages the processor
+// forwards to the operator queue.
+const (
+	// ReasonPermanent: the business handler marked its failure Permanent.
+	ReasonPermanent = "permanent-error"
+	// ReasonPayloadMismatch: the key was seen with another body.
+	ReasonPayloadMismatch = "payload-mismatch"
+)
 
 // maxVisibility is the longest failure backoff. SQS refuses a visibility
 // timeout reaching past 12 hours from the receive; the receive happened at
@@ -66,7 +71,7 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 		if o.verdict != toOperator {
 			continue
 		}
-		entries = append(entries, sqsmsg.ForwardEntry(records[i], h.cfg.OperatorQueueURL, ReasonPermanent))
+		entries = append(entries, sqsmsg.ForwardEntry(records[i], h.cfg.OperatorQueueURL, o.reason))
 		index[records[i].MessageId] = i
 	}
 	if len(entries) == 0 {
@@ -82,7 +87,7 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 			outcomes[i].verdict = retry
 			continue
 		}
-		h.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", ReasonPermanent)
+		h.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", outcomes[i].reason)
 		outcomes[i].verdict = done
 	}
 }

@@ -2,7 +2,10 @@ package processor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -69,10 +72,16 @@ type Handler struct {
 // NewHandler builds the handler with SDK clients from awsCfg, whose retries
 // back off at most retrybudget.MaxBackoff and end when the call's time is up.
 func NewHandler(cfg Config, awsCfg aws.Config, business Business) (*Handler, error) {
+	return NewHandlerWith(cfg, awsCfg, business, nil)
+}
+
+// NewHandlerWith is NewHandler with a logger (nil: slog.Default()).
+func NewHandlerWith(cfg Config, awsCfg aws.Config, business Business, logger *slog.Logger) (*Handler, error) {
 	return New(cfg, Deps{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
 		SQS:      sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
 		Business: business,
+		Logger:   logger,
 	})
 }
 
@@ -101,6 +110,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	var cache *dedupe.CompletedCache
+	if cfg.LocalCache > 0 {
+		cache = dedupe.NewCompletedCache(cfg.LocalCache)
+	}
 	return &Handler{
 		cfg: cfg,
 		guard: &dedupe.Guard{
@@ -110,6 +123,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 			Now:          d.Now,
 			Sleep:        d.Sleep,
 			After:        d.After,
+			Cache:        cache,
 		},
 		sqs:      budgetedSQS{d.SQS},
 		business: d.Business,
@@ -131,7 +145,10 @@ const (
 	toOperator                // forwarded, then deleted; retried if forwarding fails
 )
 
-type outcome struct{ verdict verdict }
+type outcome struct {
+	verdict verdict
+	reason  string // the operator queue's sqs-once-reason, for toOperator
+}
 
 // Handle processes a batch and reports the records to retry. Per-record
 // problems never fail the whole batch (that would make Lambda scale its
@@ -231,7 +248,7 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 	}
 	log = log.With("key", key)
 
-	res := h.guard.Do(ctx, key, func(ctx context.Context) error { return h.business(ctx, msg) })
+	res := h.guard.DoPayload(ctx, key, h.payloadHash(msg), func(ctx context.Context) error { return h.business(ctx, msg) })
 	log = log.With("outcome", res.Outcome.String())
 	if res.Fence > 0 {
 		log = log.With("fence", res.Fence)
@@ -250,8 +267,17 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		}
 		return outcome{verdict: done}
 	case dedupe.Duplicate:
-		log.InfoContext(ctx, "duplicate suppressed", "detail", res.Err)
+		log.InfoContext(ctx, "duplicate suppressed", "detail", res.Err, "cached", res.Cached)
 		return outcome{verdict: done}
+	case dedupe.PayloadMismatch:
+		if h.cfg.OperatorQueueURL != "" {
+			log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); forwarding to the operator queue",
+				"error", res.Err)
+			return outcome{verdict: toOperator, reason: ReasonPayloadMismatch}
+		}
+		log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); retried, and it reaches the dead-letter queue",
+			"error", res.Err)
+		return outcome{verdict: retry}
 	case dedupe.InProgress:
 		if h.cfg.InProgress == InProgressDrop {
 			log.WarnContext(ctx, "record dropped: in progress elsewhere (IN_PROGRESS=drop)", "detail", res.Err)
@@ -270,7 +296,7 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		}
 		if IsPermanent(res.Err) && h.cfg.OperatorQueueURL != "" {
 			log.WarnContext(ctx, "record failed permanently; forwarding to the operator queue", "error", res.Err)
-			return outcome{verdict: toOperator}
+			return outcome{verdict: toOperator, reason: ReasonPermanent}
 		}
 		log.WarnContext(ctx, "record failed; retried later", "error", res.Err, "permanent", IsPermanent(res.Err))
 		return outcome{verdict: retry}
@@ -282,6 +308,37 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
 	}
 	return outcome{verdict: retry}
+}
+
+// payloadHash is the SHA-256 of the body when payloads are validated.
+func (h *Handler) payloadHash(msg events.SQSMessage) string {
+	if !h.cfg.ValidatePayload {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(msg.Body))
+	return hex.EncodeToString(sum[:])
+}
+
+// Do runs fn under key's lock, with the processor's table, lock and window:
+// the guarantee of a record for any function. It returns nil when fn ran and
+// succeeded (or succeeded but its completion could not be recorded, which is
+// logged), fn's error when it failed (the lock released), and otherwise an
+// error matching dedupe.ErrDuplicate, dedupe.ErrInProgress,
+// dedupe.ErrUnavailable or dedupe.ErrMisconfigured; fn did not run then.
+func (h *Handler) Do(ctx context.Context, key string, fn func(context.Context) error) error {
+	if key == "" || len(key) > maxKeyBytes {
+		return fmt.Errorf("%w: key of %d bytes, want 1 to %d", ErrNoKey, len(key), maxKeyBytes)
+	}
+	res := h.guard.Do(ctx, key, fn)
+	switch res.Outcome {
+	case dedupe.Processed:
+		return nil
+	case dedupe.ProcessedUnrecorded:
+		h.log.ErrorContext(ctx, "function ran but its completion was not recorded: a later call with the same key after the lock expires would run it again (duplicate possible)",
+			"key", key, "error", res.Err)
+		return nil
+	}
+	return res.Err
 }
 
 // IdempotencyKey returns the key of the record a Business function is

@@ -26,10 +26,18 @@ const maxKeyBytes = 1024
 
 // KeySource says where a record's idempotency key comes from.
 type KeySource struct {
-	kind string // "messageId", "body" or "attribute"
+	kind string // "messageId", "body", "attribute" or "func"
 	// arg is the JSON pointer for "body", the attribute name for "attribute".
 	arg    string
 	tokens []string
+	fn     func(events.SQSMessage) (string, error)
+}
+
+// KeyFunc is a key source computed by f, for a key no IDEMPOTENCY_KEY
+// setting describes. Its result is checked like any key's (not empty, at
+// most 1024 bytes); an error fails the record without running it.
+func KeyFunc(f func(events.SQSMessage) (string, error)) KeySource {
+	return KeySource{kind: "func", fn: f}
 }
 
 // ParseKeySource parses IDEMPOTENCY_KEY: "messageId", "body:<JSON pointer>"
@@ -52,8 +60,11 @@ func ParseKeySource(s string) (KeySource, error) {
 }
 
 func (k KeySource) String() string {
-	if k.kind == "messageId" || k.kind == "" {
+	switch k.kind {
+	case "messageId", "":
 		return "messageId"
+	case "func":
+		return "a key function"
 	}
 	return k.kind + ":" + k.arg
 }
@@ -75,6 +86,8 @@ func (k KeySource) Key(msg events.SQSMessage) (string, error) {
 
 func (k KeySource) key(msg events.SQSMessage) (string, error) {
 	switch k.kind {
+	case "func":
+		return k.fn(msg)
 	case "body":
 		return bodyKey(msg.Body, k.tokens)
 	case "attribute":

@@ -73,7 +73,7 @@ func TestDeployedWiring(t *testing.T) {
 			"MaxReceiveCount": "2", "MessageRetentionPeriod": "86400", "ProcessorTimeout": "60",
 			"ProcessorBatchSize": "100", "ProcessorBatchingWindow": "5", "ProcessorMaximumConcurrency": "7",
 			"RecordConcurrency": "4", "IdempotencyKey": "body:/orderId", "KeyPrefix": "orders", "DedupeWindow": "3600",
-			"LockTimeout": "45", "InProgress": "drop", "FailureBackoffBase": "1.5",
+			"LockTimeout": "45", "InProgress": "drop", "FailureBackoffBase": "1.5", "PayloadValidation": "on", "LocalCache": "500",
 			"MaxAttempts": "5", "BackoffBase": "0.5", "BackoffRate": "3", "MaxDelay": "60", "Jitter": "equal",
 			"ReplayerBatchSize": "5", "ReplayerBatchingWindow": "1", "ReplayerMaximumConcurrency": "3",
 			"PointInTimeRecovery": "false", "LogLevel": "DEBUG", "LogRetentionInDays": "7",
@@ -262,6 +262,8 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 			"MAX_CONCURRENCY":      p["RecordConcurrency"],
 			"FAILURE_BACKOFF_BASE": blankIfZero(p["FailureBackoffBase"]),
 			"OPERATOR_QUEUE_URL":   out("OperatorQueueUrl"),
+			"PAYLOAD_VALIDATION":   p["PayloadValidation"],
+			"LOCAL_CACHE":          p["LocalCache"],
 		}
 		if !maps.Equal(proc.Env, wantProc) {
 			t.Errorf("processor env\n got %v\nwant %v", proc.Env, wantProc)

@@ -1,0 +1,26 @@
+// Package sqsonce runs a function once per idempotency key, for AWS Lambda
+// SQS consumers and for any other Go code, with a lock in a DynamoDB table.
+//
+// The guarantee: a Handler (or the function given to Processor.Do) runs at
+// most once per key within the dedupe window, and a message is deleted from
+// its queue only when the handler succeeded, it was a duplicate of a
+// completed key, or the operator queue accepted it. Each key is locked by one
+// conditional DynamoDB write that also moves a fencing token on; the lock is
+// renewed while the handler runs when a LockTimeout is set; success marks the
+// key COMPLETED for the window, failure releases it. The limits: a crash
+// between your side effect and the completion, a completion that cannot be
+// written, or a holder paused longer than its lock can run a key twice (pass
+// Key and Fence to a downstream that accepts them to close these), and a key
+// seen again after the window runs again. The README's "Guarantees and their
+// limits" lists every case, and internal/dedupe/model checks the protocol.
+//
+// A Lambda function needs three lines around its handler:
+//
+//	p, err := sqsonce.FromEnv(ctx, handle) // IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY, ...
+//	if err != nil { ... }
+//	lambda.Start(p.Handle)
+//
+// The event source mapping must report batch item failures
+// (FunctionResponseTypes: [ReportBatchItemFailures]): Handle answers with a
+// partial batch response.
+package sqsonce

@@ -1,0 +1,160 @@
+package sqsonce_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
+)
+
+// An SQS consumer whose side effect runs once per order, however often the
+// order is delivered. In a Lambda function, FromEnv builds the same
+// Processor from the environment and lambda.Start(p.Handle) serves it.
+func ExampleNew() {
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := sqsonce.New(sqsonce.Config{
+		Table:          "idempotency",
+		KeyPrefix:      "shipping",
+		Key:            "body:/orderId", // a producer's re-send is a duplicate too
+		MaxConcurrency: 1,               // in order, for a predictable example
+		AWS:            awsCfg,
+		Logger:         slog.New(slog.DiscardHandler),
+	}, func(ctx context.Context, msg events.SQSMessage) error {
+		fmt.Println("shipping order", sqsonce.Key(ctx))
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Two deliveries of one order, as SQS's at-least-once delivery makes.
+	resp, err := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: `{"orderId":"A-1"}`, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"},
+		{MessageId: "m-2", Body: `{"orderId":"A-1"}`, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"},
+	}})
+	fmt.Println("records to retry:", len(resp.BatchItemFailures), err)
+	// Output:
+	// shipping order A-1
+	// records to retry: 0 <nil>
+}
+
+// Do guards any function, not only SQS records: here a charge that an API
+// handler or a cron job may call twice.
+func ExampleProcessor_Do() {
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := sqsonce.New(sqsonce.Config{Table: "idempotency", KeyPrefix: "billing", AWS: awsCfg}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	charge := func(ctx context.Context) error {
+		fmt.Println("charging", sqsonce.Key(ctx))
+		return nil
+	}
+	fmt.Println(p.Do(ctx, "invoice-42", charge))
+	err = p.Do(ctx, "invoice-42", charge)
+	fmt.Println("duplicate:", errors.Is(err, sqsonce.ErrDuplicate))
+	// Output:
+	// charging invoice-42
+	// <nil>
+	// duplicate: true
+}
+
+// A failed function releases its key: the next call runs it again.
+func ExampleProcessor_Do_retry() {
+	ctx := context.Background()
+	awsCfg, _ := config.LoadDefaultConfig(ctx)
+	p, err := sqsonce.New(sqsonce.Config{Table: "idempotency", KeyPrefix: "mailer", AWS: awsCfg, Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	attempts := 0
+	send := func(context.Context) error {
+		attempts++
+		if attempts == 1 {
+			return errors.New("smtp: 451 try again later")
+		}
+		return nil
+	}
+	fmt.Println(p.Do(ctx, "welcome-mail-7", send))
+	fmt.Println(p.Do(ctx, "welcome-mail-7", send))
+	fmt.Println("attempts:", attempts)
+	// Output:
+	// smtp: 451 try again later
+	// <nil>
+	// attempts: 2
+}
+
+// ledger is a downstream store that keeps the highest fencing token it has
+// seen per key and refuses writes with a lower one.
+type ledger struct {
+	mu      sync.Mutex
+	highest map[string]int64
+}
+
+func (l *ledger) write(key string, fence int64, entry string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fence < l.highest[key] {
+		return fmt.Errorf("refused %q: fence %d is older than %d", entry, fence, l.highest[key])
+	}
+	l.highest[key] = fence
+	return nil
+}
+
+// Fence protects a downstream store from a holder whose lock was taken over
+// while it was paused: its token is older than its successor's, and the
+// store refuses it.
+func ExampleFence() {
+	books := &ledger{highest: map[string]int64{}}
+	handler := func(ctx context.Context, msg events.SQSMessage) error {
+		return books.write(sqsonce.Key(ctx), sqsonce.Fence(ctx), msg.Body)
+	}
+	_ = handler // as given to sqsonce.New or FromEnv
+
+	// What the store sees when holder 1 resumes after holder 2 took over.
+	fmt.Println(books.write("order-9", 2, "debit by holder 2"))
+	fmt.Println(books.write("order-9", 1, "debit by holder 1"))
+	// Output:
+	// <nil>
+	// refused "debit by holder 1": fence 1 is older than 2
+}
+
+// A failure no retry can fix goes to the operator queue at once, with
+// reason permanent-error, instead of using up the message's receives.
+func ExamplePermanent() {
+	handler := func(ctx context.Context, msg events.SQSMessage) error {
+		var order struct{ ID string }
+		if err := json.Unmarshal([]byte(msg.Body), &order); err != nil {
+			return sqsonce.Permanent(fmt.Errorf("order %s: %w", msg.MessageId, err))
+		}
+		return nil
+	}
+	fmt.Println(handler(context.Background(), events.SQSMessage{MessageId: "m-1", Body: "not json"}))
+	// Output:
+	// permanent: order m-1: invalid character 'o' in literal null (expecting 'u')
+}
+
+// An invalid Config is an error naming the field, never a panic.
+func ExampleNew_invalid() {
+	_, err := sqsonce.New(sqsonce.Config{Table: "idempotency", KeyPrefix: "orders#v2", InProgress: "wait"}, nil)
+	fmt.Println(err)
+	// Output:
+	// invalid Config.KeyPrefix: "orders#v2" contains '#', the separator of prefix and key
+	// invalid Config.InProgress: "wait" is not "retry" or "drop"
+	// invalid Config.AWS: no region: load it with config.LoadDefaultConfig
+}
