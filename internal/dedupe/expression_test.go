@@ -34,12 +34,13 @@ func TestAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 			return ""
 		})
 	}
-	want := "(attribute_not_exists (id)) OR ((status = 'PROCESSING') AND (lockExpiresAt < 1700000000123)) OR ((status = 'COMPLETED') AND (expiresAt < 1700000000))"
+	want := "(attribute_not_exists (id)) OR (status = 'RELEASED') OR ((status = 'PROCESSING') AND (lockExpiresAt < 1700000000123)) OR ((status = 'COMPLETED') AND (expiresAt < 1700000000))"
 	if cond := resolve(*expr.Condition()); cond != want {
 		t.Errorf("condition\n got %s\nwant %s", cond, want)
 	}
-	// One call takes the lock and moves the fence on.
-	wantUpdate := "ADD fence 1\nSET lockExpiresAt = 1700000060123, expiresAt = 1700000061, status = 'PROCESSING', owner = 'me', payloadHash = 'h'\n"
+	// One call takes the lock and moves the fence on (from the clock on a
+	// new record); TTL may delete the record an hour after the lock ends.
+	wantUpdate := "SET lockExpiresAt = 1700000060123, expiresAt = 1700003661, status = 'PROCESSING', owner = 'me', payloadHash = 'h', fence = if_not_exists(fence, 1700000000123) + 1\n"
 	if update := resolve(*expr.Update()); update != wantUpdate {
 		t.Errorf("update\n got %q\nwant %q", update, wantUpdate)
 	}

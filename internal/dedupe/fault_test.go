@@ -42,10 +42,6 @@ func (f *fakeDynamo) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput,
 	return &dynamodb.UpdateItemOutput{}, err
 }
 
-func (f *fakeDynamo) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return &dynamodb.DeleteItemOutput{}, nil
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 var throttled = &types.ProvisionedThroughputExceededException{Message: new("rate exceeded")}

@@ -162,7 +162,7 @@ func (g *Guard) DoPayload(ctx context.Context, key, payloadHash string, fn func(
 	res := Result{TookOver: lease.TookOver, Fence: lease.Fence, LockExpiresAt: lease.LockExpiresAt, LockLost: lostErr != nil}
 	if err != nil {
 		res.Outcome, res.Err = Failed, err
-		res.ReleaseErr = g.Store.Release(ctx, lease)
+		res.ReleaseErr = g.Store.Release(ctx, lease, g.now())
 		return res
 	}
 	completedAt, err := g.complete(ctx, lease)

@@ -67,6 +67,20 @@ func (b bundle) item(t *testing.T, id string) map[string]types.AttributeValue {
 
 func succeed(context.Context) error { return nil }
 
+// firstFence is the fence of a record's first acquisition at the bundle's
+// current time: the clock in milliseconds, plus one.
+func (b bundle) firstFence() int64 { return b.clock.Now().UnixMilli() + 1 }
+
+// status is the record's status, "" when there is no record.
+func (b bundle) status(t *testing.T, id string) string {
+	t.Helper()
+	s, _ := b.item(t, id)["status"].(*types.AttributeValueMemberS)
+	if s == nil {
+		return ""
+	}
+	return s.Value
+}
+
 func TestConcurrentHoldersRunHandlerOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -171,7 +185,7 @@ func TestStaleHolderCannotCompleteOrRelease(t *testing.T) {
 	if err := b.store.Complete(ctx, stale, b.clock.Now(), time.Hour); !errors.Is(err, dedupe.ErrLockLost) {
 		t.Errorf("stale complete: %v, want ErrLockLost", err)
 	}
-	if err := b.store.Release(ctx, stale); !errors.Is(err, dedupe.ErrLockLost) {
+	if err := b.store.Release(ctx, stale, b.clock.Now()); !errors.Is(err, dedupe.ErrLockLost) {
 		t.Errorf("stale release: %v, want ErrLockLost", err)
 	}
 	item := b.item(t, "orders-fn#k")
@@ -212,8 +226,8 @@ func TestFailedHandlerReleasesLockForImmediateRetry(t *testing.T) {
 	if res.Outcome != dedupe.Failed || !errors.Is(res.Err, boom) || res.ReleaseErr != nil {
 		t.Fatalf("failing handler: %v err=%v release=%v", res.Outcome, res.Err, res.ReleaseErr)
 	}
-	if item := b.item(t, "orders-fn#k"); len(item) != 0 {
-		t.Fatalf("lock not released: %v", item)
+	if s := b.status(t, "orders-fn#k"); s != "RELEASED" {
+		t.Fatalf("status %q, want RELEASED: the record keeps its fence", s)
 	}
 	if res := b.guard.Do(context.Background(), "k", succeed); res.Outcome != dedupe.Processed {
 		t.Fatalf("retry after release: %v (%v)", res.Outcome, res.Err)

@@ -29,28 +29,62 @@ func TestFenceGrowsWithEveryAcquisition(t *testing.T) {
 		return nil
 	}
 
-	// First acquisition, abandoned (its holder crashed).
+	// First acquisition, abandoned (its holder crashed): a new record's
+	// fence starts from the clock.
+	f1 := b.firstFence()
 	first, err := b.store.Acquire(ctx, "k", b.clock.Now(), b.clock.Now().Add(time.Second))
-	if err != nil || first.Fence != 1 {
-		t.Fatalf("first acquire: fence %d, %v; want 1", first.Fence, err)
+	if err != nil || first.Fence != f1 {
+		t.Fatalf("first acquire: fence %d, %v; want %d", first.Fence, err, f1)
 	}
 	// Takeover of the expired lock.
 	b.clock.Advance(2 * time.Second)
 	res := b.guard.Do(ctx, "k", record)
-	if res.Outcome != dedupe.Processed || res.Fence != 2 {
-		t.Fatalf("takeover: %v fence %d (%v); want processed with fence 2", res.Outcome, res.Fence, res.Err)
+	if res.Outcome != dedupe.Processed || res.Fence != f1+1 {
+		t.Fatalf("takeover: %v fence %d (%v); want processed with fence %d", res.Outcome, res.Fence, res.Err, f1+1)
 	}
 	// Takeover of a completion whose window ended, before TTL deleted it.
 	b.clock.Advance(time.Hour + time.Second)
-	if res := b.guard.Do(ctx, "k", record); res.Outcome != dedupe.Processed || res.Fence != 3 {
-		t.Fatalf("after the window: %v fence %d; want processed with fence 3", res.Outcome, res.Fence)
+	if res := b.guard.Do(ctx, "k", record); res.Outcome != dedupe.Processed || res.Fence != f1+2 {
+		t.Fatalf("after the window: %v fence %d; want processed with fence %d", res.Outcome, res.Fence, f1+2)
 	}
-	if len(seen) != 2 || seen[0] != 2 || seen[1] != 3 {
-		t.Errorf("fn saw fences %v, want [2 3]", seen)
+	if len(seen) != 2 || seen[0] != f1+1 || seen[1] != f1+2 {
+		t.Errorf("fn saw fences %v, want [%d %d]", seen, f1+1, f1+2)
 	}
-	// A key on its own starts at 1 again: the fence is per key.
-	if res := b.guard.Do(ctx, "other", succeed); res.Fence != 1 {
-		t.Errorf("another key's first fence = %d, want 1", res.Fence)
+	// A failure releases the lock but keeps the record: the retry's fence
+	// is still one more, never back to a smaller number.
+	b.clock.Advance(time.Hour + time.Second)
+	b.guard.Do(ctx, "k", func(context.Context) error { return errors.New("fails") })
+	if res := b.guard.Do(ctx, "k", record); res.Fence != f1+4 {
+		t.Errorf("after a release: fence %d, want %d", res.Fence, f1+4)
+	}
+}
+
+// TestAFenceGrowsAcrossTheRecordsDeletion: TTL deletes a record only after
+// every holder of it is gone, and a new record's fence starts from the
+// clock, above every fence of the old one; a counter restarting at 1 would
+// let a downstream store accept a stale holder, or refuse every new one.
+func TestAFenceGrowsAcrossTheRecordsDeletion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for range 3 { // takeovers push the old record's fence up
+		if _, err := b.store.Acquire(ctx, "k", b.clock.Now(), b.clock.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(2 * time.Second)
+	}
+	old, err := b.store.Acquire(ctx, "k", b.clock.Now(), b.clock.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What TTL does, FenceRetention after the lock ended.
+	b.clock.Advance(time.Second + dedupe.FenceRetention)
+	if _, err := b.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.table), Key: key("orders-fn#k")}); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := b.store.Acquire(ctx, "k", b.clock.Now(), b.clock.Now().Add(time.Second))
+	if err != nil || renewed.Fence <= old.Fence {
+		t.Errorf("fence after the record was deleted: %d (%v), want above the old record's %d", renewed.Fence, err, old.Fence)
 	}
 }
 
@@ -75,14 +109,14 @@ func TestOnlyAnExplicitSuccessCompletes(t *testing.T) {
 			if res.Outcome != dedupe.Failed || !tt.wantErr(res.Err) || res.ReleaseErr != nil {
 				t.Fatalf("outcome %v, err %v, release %v: an odd exit must be a failure that releases the lock", res.Outcome, res.Err, res.ReleaseErr)
 			}
-			if item := b.item(t, "orders-fn#"+tt.name); len(item) != 0 {
-				t.Errorf("lock left behind: %v", item)
+			if s := b.status(t, "orders-fn#"+tt.name); s != "RELEASED" {
+				t.Errorf("status %q: the lock was not released", s)
 			}
 		})
 	}
 }
 
-func TestReleaseOfARecordAlreadyGoneSucceeds(t *testing.T) {
+func TestReleaseOfARecordDeletedByHandSucceeds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -94,7 +128,7 @@ func TestReleaseOfARecordAlreadyGoneSucceeds(t *testing.T) {
 	if _, err := b.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.table), Key: key("orders-fn#k")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.Release(ctx, lease); err != nil {
+	if err := b.store.Release(ctx, lease, b.clock.Now()); err != nil {
 		t.Errorf("release of a deleted lock: %v, want success: the key is free", err)
 	}
 }

@@ -23,7 +23,16 @@ type Status string
 const (
 	StatusProcessing Status = "PROCESSING"
 	StatusCompleted  Status = "COMPLETED"
+	// StatusReleased is a lock given up after a failure: free to take at
+	// once. The record stays, so that its fence keeps growing.
+	StatusReleased Status = "RELEASED"
 )
+
+// FenceRetention is how long a lock's record outlives the lock before TTL
+// may delete it (a completed record lives until its window ends): no holder
+// can still be acting on a record that is deleted, and a record created
+// again starts its fence from the clock, above every fence of the old one.
+const FenceRetention = time.Hour
 
 // Attribute names of a record. The table's partition key is AttrID (S) and
 // its TTL attribute attrExpiresAt. AttrID and AttrStatus are exported for
@@ -35,7 +44,9 @@ const (
 	attrLockExpiresAt = "lockExpiresAt" // epoch milliseconds
 	attrExpiresAt     = "expiresAt"     // epoch seconds, the TTL attribute
 	attrOwner         = "owner"
-	attrFence         = "fence" // grows by one with every acquisition
+	// attrFence grows by one with every acquisition of the record; a new
+	// record starts from the acquirer's clock in milliseconds.
+	attrFence = "fence"
 	// attrPayloadHash is the hash of the message the lock was taken for ("":
 	// not validated), so that a later message with the same key and another
 	// payload is told apart from a duplicate.
@@ -45,7 +56,6 @@ const (
 // DynamoAPI is the part of the DynamoDB client the store uses.
 type DynamoAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 var _ DynamoAPI = (*dynamodb.Client)(nil)
@@ -96,9 +106,11 @@ func RecordID(prefix, key string) string { return prefix + "#" + key }
 func (s *Store) recordID(key string) string { return RecordID(s.prefix, key) }
 
 // Acquire takes the lock on key until lockUntil, in one conditional
-// UpdateItem that also adds one to the record's fence. It succeeds when the
-// key is absent, when its PROCESSING lock has expired, or when its COMPLETED
-// window has ended but TTL has not yet deleted it. A refusal is a *HeldError
+// UpdateItem that also moves the record's fence on: one more than before, or
+// on a new record now in milliseconds plus one, so that the fence grows
+// across a deletion too. It succeeds when the key is absent, when its lock
+// was released or has expired, or when its COMPLETED window has ended but
+// TTL has not yet deleted it. A refusal is a *HeldError
 // (ErrDuplicate or ErrInProgress) read from the item the failed condition
 // returns, without a second read; a record this protocol did not write is a
 // *RecordError.
@@ -142,8 +154,12 @@ func (s *Store) AcquirePayload(ctx context.Context, key, payloadHash string, now
 		}
 		return Lease{}, s.heldError(key, payloadHash, ccf.Item)
 	}
-	lease.TookOver = len(out.Attributes) > 0
-	lease.Fence = numberAttr(out.Attributes, attrFence) + 1
+	lease.TookOver = len(out.Attributes) > 0 && Status(stringAttr(out.Attributes, AttrStatus)) != StatusReleased
+	if old, ok := numberAttrOK(out.Attributes, attrFence); ok {
+		lease.Fence = old + 1
+	} else {
+		lease.Fence = fenceSeed(now) + 1
+	}
 	return lease, nil
 }
 
@@ -151,30 +167,39 @@ func (s *Store) AcquirePayload(ctx context.Context, key, payloadHash string, now
 // and the lock it writes.
 func acquireExpression(now, lockUntil time.Time, owner, payloadHash string) (expression.Expression, error) {
 	absent := expression.AttributeNotExists(expression.Name(AttrID))
+	released := expression.Name(AttrStatus).Equal(expression.Value(string(StatusReleased)))
 	lockExpired := expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))).
 		And(expression.Name(attrLockExpiresAt).LessThan(expression.Value(now.UnixMilli())))
 	// TTL deletes expired items late, up to days after expiresAt, so an
 	// expired completion must count as absent.
 	windowEnded := expression.Name(AttrStatus).Equal(expression.Value(string(StatusCompleted))).
 		And(expression.Name(attrExpiresAt).LessThan(expression.Value(now.Unix())))
+	fence := expression.Name(attrFence)
 	update := lockUpdate(lockUntil).
 		Set(expression.Name(AttrStatus), expression.Value(string(StatusProcessing))).
 		Set(expression.Name(attrOwner), expression.Value(owner)).
 		// Set even when empty: a takeover must not inherit the hash of the
 		// record it replaces.
 		Set(expression.Name(attrPayloadHash), expression.Value(payloadHash)).
-		Add(expression.Name(attrFence), expression.Value(1))
+		Set(fence, expression.Plus(expression.IfNotExists(fence, expression.Value(fenceSeed(now))), expression.Value(1)))
 	return expression.NewBuilder().
-		WithCondition(absent.Or(lockExpired, windowEnded)).
+		WithCondition(absent.Or(released, lockExpired, windowEnded)).
 		WithUpdate(update).
 		Build()
 }
 
+// fenceSeed is where a new record's fence starts: the clock in
+// milliseconds. A record is deleted (by TTL) only FenceRetention after its
+// last lock or at the end of its window, so as long as the hosts' clocks
+// agree within that time, a record created again gets a fence above every
+// fence the old one gave out.
+func fenceSeed(now time.Time) int64 { return now.UnixMilli() }
+
 // lockUpdate sets a lock's expiry, and its TTL: an abandoned lock is garbage
-// once it can be taken over.
+// FenceRetention after it can be taken over.
 func lockUpdate(lockUntil time.Time) expression.UpdateBuilder {
 	return expression.Set(expression.Name(attrLockExpiresAt), expression.Value(lockUntil.UnixMilli())).
-		Set(expression.Name(attrExpiresAt), expression.Value(ttlSeconds(lockUntil)))
+		Set(expression.Name(attrExpiresAt), expression.Value(ttlSeconds(lockUntil.Add(FenceRetention))))
 }
 
 // ownedLock reports whether item is a PROCESSING lock held by owner.
@@ -260,32 +285,22 @@ func (s *Store) ownedUpdate(ctx context.Context, op, key string, cond expression
 	return nil
 }
 
-// Release deletes the leased key's lock so the message can be retried at
-// once. It fails with ErrLockLost if another holder has taken the key over. A
-// refusal because the record is gone is a success: either this call's own
-// earlier attempt deleted it and the SDK retried, or the lock was already
-// taken over and released; the key is free either way.
-func (s *Store) Release(ctx context.Context, lease Lease) error {
-	expr, err := expression.NewBuilder().WithCondition(ownedBy(lease.Owner)).Build()
-	if err != nil {
-		return err
-	}
-	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 s.keyAttr(lease.Key),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, retrybudget.DynamoDB(ctx))
+// Release gives the leased lock up, so the message can be retried at once:
+// the record becomes RELEASED, which any acquirer may take, and keeps its
+// fence (a deleted record would restart it). It fails with ErrLockLost if
+// another holder has taken the key over. A retried release whose first
+// attempt was applied passes its owner condition again; a refusal because
+// the record is gone (deleted by hand) is a success: the key is free.
+func (s *Store) Release(ctx context.Context, lease Lease, now time.Time) error {
+	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusReleased))).
+		Set(expression.Name(attrLockExpiresAt), expression.Value(0)).
+		Set(expression.Name(attrExpiresAt), expression.Value(ttlSeconds(now.Add(FenceRetention))))
+	err := s.ownedUpdate(ctx, "release", lease.Key, ownedBy(lease.Owner), update)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && len(ccf.Item) == 0 {
 		return nil
 	}
-	if err != nil {
-		return s.lostError("release", lease.Key, err)
-	}
-	return nil
+	return err
 }
 
 func ownedBy(owner string) expression.ConditionBuilder {
@@ -303,8 +318,18 @@ func (s *Store) lostError(op, key string, err error) error {
 	if len(ccf.Item) > 0 {
 		now = fmt.Sprintf("the record is %s, fence %d", stringAttr(ccf.Item, AttrStatus), numberAttr(ccf.Item, attrFence))
 	}
-	return fmt.Errorf("%s %q: %w (%s)", op, key, ErrLockLost, now)
+	return fmt.Errorf("%s %q: %w (%w)", op, key, ErrLockLost, &lostDetail{now: now, ccf: ccf})
 }
+
+// lostDetail says what holds the key now, and keeps the refusal for callers
+// that read it (errors.As finds the ConditionalCheckFailedException).
+type lostDetail struct {
+	now string
+	ccf *types.ConditionalCheckFailedException
+}
+
+func (d *lostDetail) Error() string { return d.now }
+func (d *lostDetail) Unwrap() error { return d.ccf }
 
 func (s *Store) keyAttr(key string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: s.recordID(key)}}

@@ -221,7 +221,7 @@ func TestCompletionObserver(t *testing.T) {
 	api.updateErr = errors.New("throttled")
 	_ = store.Complete(ctx, dedupe.Lease{Key: w.Keys[1].ID, Owner: "o"}, now, time.Hour)
 	_ = store.Complete(ctx, dedupe.Lease{Key: "not-in-the-workload", Owner: "o"}, now, time.Hour)
-	_ = store.Release(ctx, lease)
+	_ = store.Release(ctx, lease, now)
 
 	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||
 		got[1].Key != w.Keys[1].ID || got[1].OK {

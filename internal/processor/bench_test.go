@@ -51,10 +51,6 @@ func (s scriptedDynamo) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInp
 	return &dynamodb.UpdateItemOutput{}, nil
 }
 
-func (scriptedDynamo) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return &dynamodb.DeleteItemOutput{}, nil
-}
-
 // BenchmarkRecordInMemory is one record's processing with the table
 // answered in memory: the allocations are the processor's own.
 //

@@ -39,13 +39,13 @@ func (b budget) canStart(now time.Time) (time.Duration, bool) {
 	return left, left > 0
 }
 
-// recordContext ends when the reserve begins, so that no table call of a
-// record, nor its SDK retries, runs into it.
+// recordContext is a started record's: no record starts inside the
+// reserve, but one that started may finish in it, because its completion
+// write is the call that matters most (one that cannot be written opens a
+// duplicate window; a late forward or backoff costs only a retry). It ends
+// with the last calls', the response share before the deadline.
 func (b budget) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if b.deadline.IsZero() {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, b.recordsEnd())
+	return b.finalContext(ctx)
 }
 
 // finalContext is the batch's last calls': it ends the response share of the

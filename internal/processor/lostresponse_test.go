@@ -1,6 +1,7 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -32,7 +33,9 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	}{
 		{"acquire", "UpdateItem", faultproxy.BodyContains(`"ReturnValues":"ALL_OLD"`), false},
 		{"complete", "UpdateItem", faultproxy.BodyContains("REMOVE"), false},
-		{"release", "DeleteItem", nil, true},
+		{"release", "UpdateItem", func(b []byte) bool {
+			return !bytes.Contains(b, []byte(`"ReturnValues":"ALL_OLD"`)) && bytes.Contains(b, []byte("RELEASED"))
+		}, true},
 	}
 	for _, call := range calls {
 		for _, fault := range []faultproxy.Kind{faultproxy.FailAfter, faultproxy.ResetAfter} {

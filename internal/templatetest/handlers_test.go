@@ -14,6 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/localesm"
 	"github.com/sqs-once/sqs-once/internal/mototest"
@@ -235,8 +236,8 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if status(b.record(t, original)) != "" {
-		t.Errorf("a failed message left a lock behind: %v", b.record(t, original))
+	if s := status(b.record(t, original)); s != "" && s != string(dedupe.StatusReleased) {
+		t.Errorf("a failed message left a lock behind: status %q", s)
 	}
 	if got := mototest.Receive(t, mototest.Config(t), b.mainURL, 1, 2*time.Second); len(got) != 0 {
 		t.Fatalf("message still on the main queue after %d receives: redrive policy not applied", b.maxReceiveCount)
