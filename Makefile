@@ -12,7 +12,7 @@ BIN_DIR     ?= bin
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test unit lint build clean \
+.PHONY: demo test unit lint model model-mutants bench build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -20,8 +20,9 @@ SAR_BUCKET  ?=
 demo:
 	$(GO) run ./cmd/sqs-once-local $(DEMO_FLAGS)
 
-## test: lint, then every test (unit and moto_server integration) with the race detector
-test: lint unit
+## test: lint, the lock protocol's model and its mutants, then every test (unit and
+## moto_server integration) with the race detector
+test: lint model model-mutants unit
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -33,6 +34,22 @@ lint:
 	$(GO) vet ./...
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: pip install cfn-lint aws-sam-translator" >&2; exit 1; }
 	cfn-lint template.yaml
+
+## model: spin's exhaustive search of the lock protocol's Promela model (internal/dedupe/model);
+## fails on any error, and when spin is missing
+model:
+	internal/dedupe/model/run.sh check
+
+## model-mutants: fails unless spin catches every seeded bug of the model
+model-mutants:
+	internal/dedupe/model/run.sh mutants
+
+## bench: what a record costs (DynamoDB calls, allocations, time; against
+## moto_server and in memory), a batch of ten 200 ms records, the bootstrap's size
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./sqsonce ./internal/processor
+	$(MAKE) --no-print-directory build-ProcessorFunction ARTIFACTS_DIR=$(BIN_DIR)/processor
+	@wc -c < $(BIN_DIR)/processor/bootstrap | awk '{printf "processor bootstrap (linux/arm64, stripped): %.1f MB\n", $$1/1e6}'
 
 ## build: both Lambda binaries, linux/arm64, as bin/<function>/bootstrap
 build:
