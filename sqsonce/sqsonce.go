@@ -271,7 +271,8 @@ func IsPermanent(err error) bool { return processor.IsPermanent(err) }
 func Key(ctx context.Context) string { return processor.IdempotencyKey(ctx) }
 
 // Fence is the fencing token of the lock a Handler or Do's function runs
-// under: 1 for a key's first lock, one more for each takeover. A downstream
+// under: larger than every earlier lock's of the key (a
+// 64-bit number; a new record starts from the clock in milliseconds). A downstream
 // store that refuses a write carrying a lower token than one it has seen
 // refuses a holder whose lock was taken over.
 func Fence(ctx context.Context) int64 { return processor.FenceToken(ctx) }

@@ -87,8 +87,9 @@ func NewStore(api DynamoAPI, table, prefix string) *Store {
 type Lease struct {
 	Key   string
 	Owner string
-	// Fence is the fencing token of this acquisition: 1 for the key's first,
-	// one more for each takeover. A downstream store that refuses writes
+	// Fence is the fencing token of this acquisition: larger than every
+	// earlier acquisition's of the key (one more than the last; a new record
+	// starts from the clock in milliseconds). A downstream store that refuses writes
 	// with a fence lower than one it has seen refuses a holder whose lock
 	// was taken over.
 	Fence int64

@@ -349,7 +349,8 @@ func IdempotencyKey(ctx context.Context) string {
 }
 
 // FenceToken returns the fencing token of the lock a Business function runs
-// under: 1 for a key's first acquisition, one more for each takeover. Pass it
+// under: larger than every earlier acquisition's of the key
+// (a 64-bit number; a new record starts from the clock in milliseconds). Pass it
 // to a downstream store that refuses writes with a token lower than one it
 // has seen, and a holder whose lock was taken over can no longer write there.
 func FenceToken(ctx context.Context) int64 {
