@@ -158,3 +158,28 @@ func ExampleNew_invalid() {
 	// invalid Config.InProgress: "wait" is not "retry" or "drop"
 	// invalid Config.AWS: no region: load it with config.LoadDefaultConfig
 }
+
+// ConfigFromEnv reads the deployed function's variables into a Config, for a
+// program that sets more (here a key function) before New.
+func ExampleConfigFromEnv() {
+	env := map[string]string{"IDEMPOTENCY_TABLE": "idempotency", "AWS_LAMBDA_FUNCTION_NAME": "orders-fn", "LOCAL_CACHE": "1000"}
+	cfg, err := sqsonce.ConfigFromEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.Key = "" // KeyFunc replaces the IDEMPOTENCY_KEY setting
+	cfg.KeyFunc = func(msg events.SQSMessage) (string, error) {
+		return msg.Attributes["MessageGroupId"] + "/" + msg.Body, nil
+	}
+	fmt.Println(cfg.Table, cfg.KeyPrefix, cfg.LocalCache, cfg.DedupeWindow)
+	// Output:
+	// idempotency orders-fn 1000 24h0m0s
+}
+
+// IsPermanent lets a test of a Handler check how it classifies an error.
+func ExampleIsPermanent() {
+	err := fmt.Errorf("order m-1: %w", sqsonce.Permanent(errors.New("no such product")))
+	fmt.Println(sqsonce.IsPermanent(err), sqsonce.IsPermanent(errors.New("timeout")))
+	// Output:
+	// true false
+}

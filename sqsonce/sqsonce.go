@@ -146,7 +146,16 @@ func New(cfg Config, h Handler) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(pc, cfg.AWS, cfg.Logger, h)
+	business := processor.Business(h)
+	if h == nil {
+		// Never called: Handle refuses first.
+		business = func(context.Context, events.SQSMessage) error { return ErrNoHandler }
+	}
+	ph, err := processor.NewHandlerWith(pc, cfg.AWS, business, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Processor{h: ph, noHandler: h == nil}, nil
 }
 
 // FromEnv builds a Processor from the environment variables the deployed
@@ -188,19 +197,6 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		ValidatePayload:    pc.ValidatePayload,
 		LocalCache:         pc.LocalCache,
 	}, nil
-}
-
-func build(pc processor.Config, awsCfg aws.Config, logger *slog.Logger, h Handler) (*Processor, error) {
-	business := processor.Business(h)
-	if h == nil {
-		// Never called: Handle refuses first.
-		business = func(context.Context, events.SQSMessage) error { return ErrNoHandler }
-	}
-	ph, err := processor.NewHandlerWith(pc, awsCfg, business, logger)
-	if err != nil {
-		return nil, err
-	}
-	return &Processor{h: ph, noHandler: h == nil}, nil
 }
 
 func (c Config) processorConfig() (processor.Config, error) {

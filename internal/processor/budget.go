@@ -39,18 +39,12 @@ func (b budget) canStart(now time.Time) (time.Duration, bool) {
 	return left, left > 0
 }
 
-// recordContext is a started record's: no record starts inside the
-// reserve, but one that started may finish in it, because its completion
-// write is the call that matters most (one that cannot be written opens a
-// duplicate window; a late forward or backoff costs only a retry). It ends
-// with the last calls', the response share before the deadline.
-func (b budget) recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return b.finalContext(ctx)
-}
-
-// finalContext is the batch's last calls': it ends the response share of the
-// reserve before the deadline.
-func (b budget) finalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// context is the batch's: its records and its last calls end the response
+// share of the reserve before the deadline. No record starts inside the
+// reserve (canStart), but one that started may finish in it, because its
+// completion write is the call that matters most (one that cannot be written
+// opens a duplicate window; a late forward or backoff costs only a retry).
+func (b budget) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	if b.deadline.IsZero() {
 		return context.WithCancel(ctx)
 	}

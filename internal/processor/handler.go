@@ -161,7 +161,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		return events.SQSEventResponse{}, err
 	}
 	b := newBudget(ctx, h.now())
-	recordCtx, cancel := b.recordContext(ctx)
+	ctx, cancel := b.context(ctx)
+	defer cancel()
 	outcomes := make([]outcome, len(ev.Records))
 	sem := make(chan struct{}, h.cfg.MaxConcurrency)
 	var wg sync.WaitGroup
@@ -169,15 +170,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.runUnit(recordCtx, b, ev.Records, unit, outcomes)
+			h.runUnit(ctx, b, ev.Records, unit, outcomes)
 		})
 	}
 	wg.Wait()
-	cancel()
-
-	finalCtx, cancel := b.finalContext(ctx)
-	defer cancel()
-	h.forwardPermanent(finalCtx, ev.Records, outcomes)
+	h.forwardPermanent(ctx, ev.Records, outcomes)
 
 	var resp events.SQSEventResponse
 	var failed []events.SQSMessage
@@ -187,7 +184,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, ev.Records[i])
 		}
 	}
-	h.delayRetries(finalCtx, failed)
+	h.delayRetries(ctx, failed)
 	return resp, nil
 }
 
