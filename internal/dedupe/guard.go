@@ -130,38 +130,100 @@ func (g *Guard) Do(ctx context.Context, key string, fn func(context.Context) err
 // DoPayload is Do for a payload whose hash the record keeps: a key held for
 // another payload is PayloadMismatch, not Duplicate. "" validates nothing.
 func (g *Guard) DoPayload(ctx context.Context, key, payloadHash string, fn func(context.Context) error) Result {
+	h, res := g.Acquire(ctx, key, payloadHash)
+	if h == nil {
+		return res
+	}
+	return h.Finish(ctx, run(h.Context(), fn))
+}
+
+// Hold is a key's lock taken by Acquire, renewed while it is held, until
+// Finish records the work's outcome or Abandon leaves the lock to expire.
+// It lets work that is not one function call (one delivery for a whole
+// batch of keys) run under the same protocol as Do.
+type Hold struct {
+	g           *Guard
+	key         string
+	payloadHash string
+	ctx         context.Context
+	cancel      context.CancelFunc
+	lose        context.CancelCauseFunc
+	stopRenewal func() (Lease, error)
+	ended       bool
+}
+
+// Acquire takes key's lock for work done outside Do. When the lock is taken
+// it returns a Hold, which must be ended with Finish or Abandon; otherwise it
+// returns nil and the final Result (Duplicate, PayloadMismatch, InProgress or
+// NotAcquired). ctx is the one the lock is renewed under: it must outlive the
+// work.
+func (g *Guard) Acquire(ctx context.Context, key, payloadHash string) (*Hold, Result) {
 	now := g.now()
 	if err := g.Cache.held(key, payloadHash, now); err != nil {
 		if errors.Is(err, ErrPayloadMismatch) {
-			return Result{Outcome: PayloadMismatch, Err: err, Cached: true}
+			return nil, Result{Outcome: PayloadMismatch, Err: err, Cached: true}
 		}
-		return Result{Outcome: Duplicate, Err: err, Cached: true}
+		return nil, Result{Outcome: Duplicate, Err: err, Cached: true}
 	}
 	lease, err := g.Store.AcquirePayload(ctx, key, payloadHash, now, g.lockUntil(ctx, now))
 	var held *HeldError
 	switch {
 	case errors.Is(err, ErrPayloadMismatch):
-		return Result{Outcome: PayloadMismatch, Err: err}
+		return nil, Result{Outcome: PayloadMismatch, Err: err}
 	case errors.As(err, &held) && held.Status == StatusCompleted:
 		g.Cache.add(key, held.Until, held.PayloadHash)
-		return Result{Outcome: Duplicate, Err: err}
+		return nil, Result{Outcome: Duplicate, Err: err}
 	case errors.Is(err, ErrInProgress):
-		return Result{Outcome: InProgress, Err: err}
+		return nil, Result{Outcome: InProgress, Err: err}
 	case err != nil:
-		return Result{Outcome: NotAcquired, Err: err}
+		return nil, Result{Outcome: NotAcquired, Err: err}
 	}
+	workCtx, cancel := g.handlerContext(ctx, now)
+	workCtx, lose := context.WithCancelCause(workCtx)
+	return &Hold{
+		g:           g,
+		key:         key,
+		payloadHash: payloadHash,
+		ctx:         context.WithValue(workCtx, leaseKey{}, lease),
+		cancel:      cancel,
+		lose:        lose,
+		stopRenewal: g.renewWhileRunning(ctx, lease, lose),
+	}, Result{}
+}
 
-	fnCtx, cancel := g.handlerContext(ctx, now)
-	fnCtx, lose := context.WithCancelCause(fnCtx)
-	stopRenewal := g.renewWhileRunning(ctx, lease, lose)
-	err = run(context.WithValue(fnCtx, leaseKey{}, lease), fn)
-	lease, lostErr := stopRenewal()
-	lose(nil)
-	cancel()
+// Context is the work's: it carries the lease (LeaseFrom), ends early
+// enough to leave time for recording the outcome, and is cancelled with
+// ErrLockLost as its cause when the lock is lost.
+func (h *Hold) Context() context.Context { return h.ctx }
 
+// Lease is the lock as taken (its fence, key and owner).
+func (h *Hold) Lease() Lease {
+	l, _ := LeaseFrom(h.ctx)
+	return l
+}
+
+// end stops the renewal and returns the lease as last renewed.
+func (h *Hold) end() (Lease, error) {
+	if h.ended {
+		panic("dedupe: Hold ended twice")
+	}
+	h.ended = true
+	lease, lostErr := h.stopRenewal()
+	h.lose(nil)
+	h.cancel()
+	return lease, lostErr
+}
+
+// Finish records the work's outcome: workErr nil completes the key (the
+// outcome is Processed, or ProcessedUnrecorded when the completion could not
+// be written), any error releases the lock (Failed). ctx bounds the table
+// calls. Call it once.
+func (h *Hold) Finish(ctx context.Context, workErr error) Result {
+	lease, lostErr := h.end()
+	g := h.g
 	res := Result{TookOver: lease.TookOver, Fence: lease.Fence, LockExpiresAt: lease.LockExpiresAt, LockLost: lostErr != nil}
-	if err != nil {
-		res.Outcome, res.Err = Failed, err
+	if workErr != nil {
+		res.Outcome, res.Err = Failed, workErr
 		res.ReleaseErr = g.Store.Release(ctx, lease, g.now())
 		return res
 	}
@@ -170,9 +232,20 @@ func (g *Guard) DoPayload(ctx context.Context, key, payloadHash string, fn func(
 		res.Outcome, res.Err = ProcessedUnrecorded, err
 		return res
 	}
-	g.Cache.add(key, completedAt.Add(g.window()), payloadHash)
+	g.Cache.add(h.key, completedAt.Add(g.window()), h.payloadHash)
 	res.Outcome = Processed
 	return res
+}
+
+// Abandon stops renewing the lock and leaves it held until it expires,
+// writing nothing: for work whose outcome is unknown (a call that may have
+// been applied but did not answer). Releasing would let the next delivery
+// run at once, while the first attempt may still be acting; the expiry
+// gives it its time. It returns the lease as last renewed. Call it once,
+// instead of Finish.
+func (h *Hold) Abandon() Lease {
+	lease, _ := h.end()
+	return lease
 }
 
 // run calls fn and reports how it ended. fn runs on a goroutine of its own

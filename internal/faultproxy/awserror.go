@@ -24,6 +24,14 @@ type call struct {
 	// target is the X-Amz-Target service prefix; empty for the query protocol.
 	target      string
 	contentType string
+	// restJSON: Lambda's REST-JSON protocol, whose errors are named by the
+	// X-Amzn-ErrorType header.
+	restJSON bool
+}
+
+// lambdaInvoke is the path of Lambda's Invoke: /2015-03-31/functions/<name>/invocations.
+func lambdaInvoke(path string) bool {
+	return strings.HasPrefix(path, "/2015-03-31/functions/") && strings.HasSuffix(path, "/invocations")
 }
 
 // identify names the operation: X-Amz-Target is "<service>.<operation>" for
@@ -38,6 +46,10 @@ func identify(r *http.Request, body []byte) call {
 		if i := strings.LastIndexByte(t, '.'); i >= 0 {
 			c.target, c.op = t[:i], t[i+1:]
 		}
+		return c
+	}
+	if lambdaInvoke(r.URL.Path) {
+		c.op, c.restJSON = "Invoke", true
 		return c
 	}
 	if a := r.URL.Query().Get("Action"); a != "" {
@@ -67,6 +79,10 @@ type awsError struct {
 func errorFor(c call, k Kind) awsError {
 	throttle := k == Throttle
 	switch {
+	case c.restJSON && throttle:
+		return awsError{http.StatusTooManyRequests, "TooManyRequestsException", true}
+	case c.restJSON:
+		return awsError{http.StatusInternalServerError, "ServiceException", false}
 	case c.target == dynamoDBTarget && throttle:
 		return awsError{http.StatusBadRequest, "ProvisionedThroughputExceededException", true}
 	case c.target == dynamoDBTarget:
@@ -88,6 +104,17 @@ func writeError(w http.ResponseWriter, c call, k Kind) {
 	msg := "faultproxy injected " + k.String() + " into " + orUnknown(c.op)
 	h := w.Header()
 	h.Set("X-Amzn-RequestId", "faultproxy-"+strings.ToLower(k.String()))
+	if c.restJSON {
+		body, _ := json.Marshal(struct {
+			Message string `json:"message"`
+		}{msg})
+		h.Set("X-Amzn-ErrorType", e.code)
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(e.status)
+		_, _ = w.Write(body)
+		return
+	}
 	if c.target == "" {
 		writeQueryError(w, e, msg)
 		return

@@ -1,9 +1,11 @@
 package faultproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -38,6 +40,9 @@ const (
 	Throttle
 	// Delayed is the kind of Delay(d); as a Fault on its own it delays by 0.
 	Delayed
+	// Answered is the kind of AnswerAfter and AnswerBefore; as a Fault on
+	// its own it forwards, then answers 200 with an empty body.
+	Answered
 )
 
 // String is the kind's name.
@@ -55,6 +60,8 @@ func (k Kind) String() string {
 		return "Throttle"
 	case Delayed:
 		return "Delay"
+	case Answered:
+		return "Answer"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -70,6 +77,37 @@ type delay time.Duration
 
 func (d delay) String() string               { return "Delay(" + time.Duration(d).String() + ")" }
 func (d delay) parts() (Kind, time.Duration) { return Delayed, time.Duration(d) }
+
+// AnswerAfter is the fault that forwards the request (the service applies
+// it), drops the service's answer and answers status, header and body
+// instead: an answer the service could give but that no test can make it
+// give (a Lambda function error, X-Amz-Function-Error, from an emulator
+// whose functions never fail).
+func AnswerAfter(status int, header http.Header, body []byte) Fault {
+	return answer{status: status, header: header.Clone(), body: bytes.Clone(body), forward: true}
+}
+
+// AnswerBefore answers status, header and body without forwarding: the
+// request is not applied (an error the emulator never raises, such as
+// Lambda's ResourceNotFoundException from a backend that invokes any name).
+func AnswerBefore(status int, header http.Header, body []byte) Fault {
+	return answer{status: status, header: header.Clone(), body: bytes.Clone(body)}
+}
+
+type answer struct {
+	status  int
+	header  http.Header
+	body    []byte
+	forward bool
+}
+
+func (a answer) String() string {
+	if a.forward {
+		return fmt.Sprintf("AnswerAfter(%d, %d bytes)", a.status, len(a.body))
+	}
+	return fmt.Sprintf("AnswerBefore(%d, %d bytes)", a.status, len(a.body))
+}
+func (a answer) parts() (Kind, time.Duration) { return Answered, 0 }
 
 // KindOf is the kind of f.
 func KindOf(f Fault) Kind {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -265,7 +266,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.observe(c.op, f)
 	}
 	kind, d := f.parts()
+	a, _ := f.(answer)
+	if f == Answered {
+		a = answer{status: http.StatusOK, forward: true}
+	}
 	switch kind {
+	case Answered:
+		if !a.forward {
+			a.write(w)
+			return
+		}
 	case FailBefore, Throttle:
 		writeError(w, c, kind)
 		return
@@ -288,20 +298,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	switch kind {
-	case FailAfter, ResetAfter:
+	case FailAfter, ResetAfter, Answered:
 		// Reading the whole answer means the target has finished applying
 		// the request before the client learns of the failure.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-		if kind == FailAfter {
+		switch kind {
+		case FailAfter:
 			writeError(w, c, FailAfter)
-		} else {
+		case ResetAfter:
 			reset(w)
+		default:
+			a.write(w)
 		}
 	default:
 		copyHeader(w.Header(), resp.Header)
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 	}
+}
+
+func (a answer) write(w http.ResponseWriter) {
+	copyHeader(w.Header(), a.header)
+	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
 }
 
 // forward sends the request to the target with its method, path, query,

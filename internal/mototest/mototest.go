@@ -1,9 +1,13 @@
 package mototest
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -14,6 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -159,4 +169,136 @@ func Receive(t testing.TB, cfg aws.Config, queueURL string, want int, wait time.
 		got = append(got, out.Messages...)
 	}
 	return got
+}
+
+// LambdaWithoutDocker switches the server's Lambda to moto's Docker-free
+// backend: an Invoke answers the next result queued with QueueInvokeResults,
+// or echoes its payload when none is queued. Call it from MainWith's setup.
+func LambdaWithoutDocker(cfg aws.Config) error {
+	return postMotoAPI(cfg, "/moto-api/config", map[string]any{"lambda": map[string]any{"use_docker": false}})
+}
+
+// QueueInvokeResults queues what the next Invokes in cfg's region answer,
+// in order, whichever function they name. The queue is the region's: tests
+// that queue results must not invoke concurrently in one region.
+func QueueInvokeResults(t testing.TB, cfg aws.Config, results ...string) {
+	t.Helper()
+	if err := postMotoAPI(cfg, "/moto-api/static/lambda-simple/response", map[string]any{"results": results, "region": cfg.Region}); err != nil {
+		t.Fatalf("queue Invoke results: %v", err)
+	}
+}
+
+func postMotoAPI(cfg aws.Config, path string, body any) error {
+	if cfg.BaseEndpoint == nil || *cfg.BaseEndpoint != serverURL {
+		return fmt.Errorf("endpoint %v is not the local moto_server %s", cfg.BaseEndpoint, serverURL)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	resp, err := http.Post(serverURL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %s", path, resp.Status)
+	}
+	return nil
+}
+
+// NewFunction creates a Lambda function (with a role for it) that the
+// Docker-free backend can invoke, and returns its name.
+func NewFunction(t testing.TB, cfg aws.Config) string {
+	t.Helper()
+	ctx := context.Background()
+	name := Name("fn")
+	role, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{
+		RoleName:                 aws.String(name),
+		AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}`),
+	})
+	if err != nil {
+		t.Fatalf("create role %s: %v", name, err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	if f, err := zw.Create("bootstrap"); err == nil {
+		_, _ = f.Write([]byte("#!/bin/sh\n"))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatalf("zip: %v", err)
+	}
+	_, err = lambda.NewFromConfig(cfg).CreateFunction(ctx, &lambda.CreateFunctionInput{
+		FunctionName:  aws.String(name),
+		Role:          role.Role.Arn,
+		Runtime:       lambdatypes.RuntimeProvidedal2023,
+		Handler:       aws.String("bootstrap"),
+		Code:          &lambdatypes.FunctionCode{ZipFile: buf.Bytes()},
+		Architectures: []lambdatypes.Architecture{lambdatypes.ArchitectureArm64},
+	})
+	if err != nil {
+		t.Fatalf("create function %s: %v", name, err)
+	}
+	return name
+}
+
+// QueueARN is the ARN of the queue at queueURL.
+func QueueARN(t testing.TB, cfg aws.Config, queueURL string) string {
+	t.Helper()
+	out, err := sqs.NewFromConfig(cfg).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatalf("queue ARN of %s: %v", queueURL, err)
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+}
+
+// NewTopicToQueue creates a topic (FIFO when fifo is set) that delivers its
+// messages raw (body and attributes as published) to a new queue, and
+// returns both.
+func NewTopicToQueue(t testing.TB, cfg aws.Config, fifo bool) (topicARN, queueURL string) {
+	t.Helper()
+	ctx := context.Background()
+	name := Name("topic")
+	attrs := map[string]string{}
+	if fifo {
+		name += ".fifo"
+		attrs["FifoTopic"] = "true"
+	}
+	client := sns.NewFromConfig(cfg)
+	topic, err := client.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	queueURL = NewQueue(t, cfg, fifo, nil)
+	if _, err := client.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: topic.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(QueueARN(t, cfg, queueURL)),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		t.Fatalf("subscribe a queue to %s: %v", name, err)
+	}
+	return aws.ToString(topic.TopicArn), queueURL
+}
+
+// NewBusToQueue creates an event bus whose rule sends the events of source
+// to a new queue, and returns both.
+func NewBusToQueue(t testing.TB, cfg aws.Config, source string) (bus, queueURL string) {
+	t.Helper()
+	ctx := context.Background()
+	queueURL = NewQueue(t, cfg, false, nil)
+	bus, rule := Name("bus"), Name("rule")
+	eb := eventbridge.NewFromConfig(cfg)
+	pattern, _ := json.Marshal(map[string][]string{"source": {source}})
+	if _, err := eb.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(bus)}); err != nil {
+		t.Fatalf("create bus %s: %v", bus, err)
+	}
+	if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(rule), EventBusName: aws.String(bus), EventPattern: aws.String(string(pattern))}); err != nil {
+		t.Fatalf("create rule %s: %v", rule, err)
+	}
+	if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(rule), EventBusName: aws.String(bus),
+		Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(QueueARN(t, cfg, queueURL))}}}); err != nil {
+		t.Fatalf("target rule %s at a queue: %v", rule, err)
+	}
+	return bus, queueURL
 }

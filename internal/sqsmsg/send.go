@@ -23,8 +23,12 @@ var (
 	// ErrTooLarge: the message alone exceeds MaxMessageBytes, so it was not sent.
 	ErrTooLarge = errors.New("sqsmsg: message exceeds the SQS message size limit")
 	// ErrNotConfirmed: SQS answered but listed the entry neither as sent nor as
-	// failed. It is treated as not sent, because only SQS's word counts as sent.
+	// failed. It is not counted as sent, because only SQS's word counts as
+	// sent; whether it may have been sent is the caller's to weigh (a target
+	// treats it as an unknown outcome, keeping the key's lock).
 	ErrNotConfirmed = errors.New("sqsmsg: SQS did not confirm the message")
+	// ErrNotSent: the context ended before the message's call was made.
+	ErrNotSent = errors.New("sqsmsg: not sent")
 )
 
 // EntryError is SQS's per-entry failure from a SendMessageBatch result.
@@ -186,7 +190,7 @@ func (r *results) fail(recordID string, err error) {
 func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []Entry, chunk []int, r *results) {
 	if err := ctx.Err(); err != nil {
 		for _, i := range chunk {
-			r.fail(entries[i].RecordID, fmt.Errorf("sqsmsg: not sent: %w", err))
+			r.fail(entries[i].RecordID, fmt.Errorf("%w: %w", ErrNotSent, err))
 		}
 		return
 	}
