@@ -20,6 +20,12 @@
 //	if err != nil { ... }
 //	lambda.Start(p.Handle)
 //
+// Without a handler of your own, Config.Target (TARGET) hands the records
+// the processor holds to what consumes them today: "lambda:<function>"
+// invokes an existing consumer with the same SQS event, once per batch,
+// and reads its partial batch response; "sqs:", "sns:" and "events:" send
+// each key's message on once (ExampleConfig_target).
+//
 // The event source mapping must report batch item failures
 // (FunctionResponseTypes: [ReportBatchItemFailures]): Handle answers with a
 // partial batch response.

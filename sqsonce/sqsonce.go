@@ -15,6 +15,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/internal/target"
 )
 
 // Handler is your code for one SQS message. Return nil when its side effect
@@ -84,6 +85,19 @@ type Config struct {
 	// A record deleted by hand is still a duplicate here until its window
 	// ends.
 	LocalCache int
+	// Target, when set, receives the records instead of a Handler (TARGET):
+	// "lambda:<function name or ARN>[:<alias>]" invokes that function with
+	// the records this invocation holds the locks of, as an SQS event in
+	// Lambda's shape, and reads its partial batch response;
+	// "sqs:<queue URL>", "sns:<topic ARN>" and "events:<bus name or ARN>"
+	// send each message on. A record is completed once the target accepted
+	// it. See the README's "Put sqs-once in front of an existing consumer".
+	Target string
+	// TargetEventSource and TargetDetailType are an events target's Source
+	// and DetailType (TARGET_EVENT_SOURCE, TARGET_DETAIL_TYPE). Empty:
+	// "sqs-once" and "sqs-once message".
+	TargetEventSource string
+	TargetDetailType  string
 	// AWS is the SDK configuration for DynamoDB and SQS, as
 	// config.LoadDefaultConfig returns it. Required.
 	AWS aws.Config
@@ -104,6 +118,14 @@ const (
 	ReasonPermanent = processor.ReasonPermanent
 	// ReasonPayloadMismatch: the key was seen with another body.
 	ReasonPayloadMismatch = processor.ReasonPayloadMismatch
+	// ReasonTargetRefused: the Config.Target refused the message for a
+	// reason no retry fixes (access denied, no such destination, too large).
+	ReasonTargetRefused = processor.ReasonTargetRefused
+	// AttrKey and AttrFence carry the key and fencing token on the messages
+	// an sqs or sns target sends; an events target puts them in the Detail's
+	// "sqsOnce" member.
+	AttrKey   = target.AttrKey
+	AttrFence = target.AttrFence
 )
 
 // Errors a caller tests with errors.Is.
@@ -140,11 +162,22 @@ type Processor struct {
 }
 
 // New builds a Processor from cfg. h may be nil for a Processor used only
-// with Do. An invalid cfg is an error naming the field.
+// with Do, and must be nil with a Config.Target. An invalid cfg is an error
+// naming the field.
 func New(cfg Config, h Handler) (*Processor, error) {
 	pc, err := cfg.processorConfig()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Target != "" {
+		if h != nil {
+			return nil, &processor.ConfigError{Field: "Target", Msg: "set together with a Handler: choose one (pass a nil Handler)"}
+		}
+		ph, err := processor.NewHandlerWith(pc, cfg.AWS, nil, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		return &Processor{h: ph}, nil
 	}
 	business := processor.Business(h)
 	if h == nil {
@@ -196,6 +229,9 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		OperatorQueueURL:   pc.OperatorQueueURL,
 		ValidatePayload:    pc.ValidatePayload,
 		LocalCache:         pc.LocalCache,
+		Target:             pc.Target,
+		TargetEventSource:  pc.TargetEventSource,
+		TargetDetailType:   pc.TargetDetailType,
 	}, nil
 }
 
@@ -212,6 +248,14 @@ func (c Config) processorConfig() (processor.Config, error) {
 		OperatorQueueURL:   c.OperatorQueueURL,
 		ValidatePayload:    c.ValidatePayload,
 		LocalCache:         c.LocalCache,
+		Target:             c.Target,
+		TargetEventSource:  c.TargetEventSource,
+		TargetDetailType:   c.TargetDetailType,
+	}
+	if c.Target != "" {
+		if _, err := target.ParseSpec(c.Target); err != nil {
+			errs = append(errs, &processor.ConfigError{Field: "Target", Msg: err.Error()})
+		}
 	}
 	switch {
 	case c.KeyFunc != nil && c.Key != "":

@@ -211,3 +211,26 @@ func TestConfigFromEnvReadsTheDeployedFunctionsVariables(t *testing.T) {
 		t.Errorf("bad variables: %v, want both named", err)
 	}
 }
+
+func TestTargetAndHandlerTogetherRefused(t *testing.T) {
+	cfg := sqsonce.Config{Table: "idempotency", KeyPrefix: "p", Target: "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/q", AWS: mototest.Config(t)}
+	_, err := sqsonce.New(cfg, func(context.Context, events.SQSMessage) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "Config.Target") {
+		t.Fatalf("New: %v, want an error naming Config.Target", err)
+	}
+	cfg.Target = "sqs:orders"
+	if _, err := sqsonce.New(cfg, nil); err == nil || !strings.Contains(err.Error(), "Config.Target") {
+		t.Fatalf("New with a bad target: %v, want an error naming Config.Target", err)
+	}
+}
+
+func TestConfigFromEnvReadsTheTarget(t *testing.T) {
+	env := map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p", "TARGET": "events:orders", "TARGET_EVENT_SOURCE": "shop", "TARGET_DETAIL_TYPE": "order"}
+	cfg, err := sqsonce.ConfigFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Target != "events:orders" || cfg.TargetEventSource != "shop" || cfg.TargetDetailType != "order" {
+		t.Errorf("got %+v", cfg)
+	}
+}

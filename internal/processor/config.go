@@ -13,6 +13,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/target"
 )
 
 // InProgress policies: what to do with a record whose key another holder is
@@ -52,6 +53,14 @@ type Config struct {
 	// LocalCache is how many completed keys each execution environment
 	// remembers, to answer repeated duplicates without a table call; 0: off.
 	LocalCache int
+	// Target, when set, receives the acquired records instead of a Business
+	// function: lambda:<function>, sqs:<queue URL>, sns:<topic ARN> or
+	// events:<bus> (package target).
+	Target string
+	// TargetEventSource and TargetDetailType are the Source and DetailType
+	// of an events target's entries; empty means the defaults.
+	TargetEventSource string
+	TargetDetailType  string
 }
 
 // LoadConfig reads the processor's environment; the error names every bad
@@ -69,6 +78,14 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		OperatorQueueURL:   r.QueueURL("OPERATOR_QUEUE_URL", false),
 		ValidatePayload:    r.OneOf("PAYLOAD_VALIDATION", "off", "on", "off") == "on",
 		LocalCache:         r.Int("LOCAL_CACHE", 0, 0, maxLocalCache),
+		Target:             r.String("TARGET", ""),
+		TargetEventSource:  r.String("TARGET_EVENT_SOURCE", ""),
+		TargetDetailType:   r.String("TARGET_DETAIL_TYPE", ""),
+	}
+	if c.Target != "" {
+		if _, err := target.ParseSpec(c.Target); err != nil {
+			r.Fail("TARGET", "%v", err)
+		}
 	}
 	if c.KeyPrefix == "" {
 		r.Fail("KEY_PREFIX", "not set, and AWS_LAMBDA_FUNCTION_NAME (its default) is not set either")
@@ -174,9 +191,22 @@ func checkKeyPrefix(p string) error {
 // so a permanent failure would come back to the processor for ever.
 var ErrOperatorQueueIsSource = errors.New("OPERATOR_QUEUE_URL names the queue this function consumes")
 
-// checkSource refuses an event from the operator queue itself. Only the
-// event names the queue being consumed, so this cannot be checked at start.
+// ErrTargetIsSource: an sqs target is the queue being consumed, so every
+// message would come back to the processor for ever.
+var ErrTargetIsSource = errors.New("TARGET names the queue this function consumes")
+
+// checkSource refuses an event from the operator queue itself, or from an
+// sqs target's queue. Only the event names the queue being consumed, so
+// this cannot be checked at start.
 func (h *Handler) checkSource(records []events.SQSMessage) error {
+	if spec, err := target.ParseSpec(h.cfg.Target); err == nil && spec.Kind == target.SQS {
+		for _, rec := range records {
+			if sameQueue(spec.Dest, rec.EventSourceARN) {
+				return fmt.Errorf("processor: %w (%s is %s): every message would loop for ever; point TARGET at another queue",
+					ErrTargetIsSource, spec.Dest, rec.EventSourceARN)
+			}
+		}
+	}
 	if h.cfg.OperatorQueueURL == "" {
 		return nil
 	}

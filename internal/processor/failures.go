@@ -24,6 +24,9 @@ const (
 	ReasonPermanent = "permanent-error"
 	// ReasonPayloadMismatch: the key was seen with another body.
 	ReasonPayloadMismatch = "payload-mismatch"
+	// ReasonTargetRefused: the target refused the message for a reason no
+	// retry fixes (access denied, no such destination, too large).
+	ReasonTargetRefused = "target-refused"
 )
 
 // maxVisibility is the longest failure backoff. SQS refuses a visibility

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/jitter"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/target"
 )
 
 // Business is the seam for the user's code: it runs at most once per
@@ -45,7 +47,10 @@ type Deps struct {
 	DynamoDB dedupe.DynamoAPI
 	SQS      SQSAPI
 	Business Business
-	Now      func() time.Time
+	// Target receives the acquired records instead of Business, one
+	// delivery per batch; exactly one of the two is set.
+	Target target.Target
+	Now    func() time.Time
 	// After has the signature of time.After (nil means it); lock renewal
 	// waits on it.
 	After func(d time.Duration) <-chan time.Time
@@ -63,6 +68,7 @@ type Handler struct {
 	guard    *dedupe.Guard
 	sqs      SQSAPI
 	business Business
+	target   target.Target
 	now      func() time.Time
 	rand     func() float64
 	backoff  jitter.Policy
@@ -75,14 +81,37 @@ func NewHandler(cfg Config, awsCfg aws.Config, business Business) (*Handler, err
 	return NewHandlerWith(cfg, awsCfg, business, nil)
 }
 
-// NewHandlerWith is NewHandler with a logger (nil: slog.Default()).
+// NewHandlerWith is NewHandler with a logger (nil: slog.Default()). With
+// cfg.Target set, business must be nil: the target receives the records.
 func NewHandlerWith(cfg Config, awsCfg aws.Config, business Business, logger *slog.Logger) (*Handler, error) {
-	return New(cfg, Deps{
+	d := Deps{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
 		SQS:      sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
 		Business: business,
 		Logger:   logger,
-	})
+	}
+	if cfg.Target != "" {
+		if business != nil {
+			return nil, &ConfigError{Field: "Target", Msg: "set together with a handler: choose one"}
+		}
+		spec, err := target.ParseSpec(cfg.Target)
+		if err != nil {
+			return nil, &ConfigError{Field: "Target", Msg: err.Error()}
+		}
+		t, err := target.New(spec, awsCfg, target.Options{
+			EventSource: cfg.TargetEventSource,
+			DetailType:  cfg.TargetDetailType,
+			// The function's own name, as Lambda sets it: invoking itself
+			// would loop.
+			Self:   os.Getenv("AWS_LAMBDA_FUNCTION_NAME"),
+			Logger: logger,
+		})
+		if err != nil {
+			return nil, &ConfigError{Field: "Target", Msg: err.Error()}
+		}
+		d.Target = t
+	}
+	return New(cfg, d)
 }
 
 // New builds the handler from explicit collaborators. Zero values in cfg mean
@@ -98,8 +127,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("processor: Deps.DynamoDB is nil")
 	case d.SQS == nil:
 		return nil, errors.New("processor: Deps.SQS is nil")
-	case d.Business == nil:
-		return nil, errors.New("processor: Deps.Business is nil")
+	case d.Business == nil && d.Target == nil:
+		return nil, errors.New("processor: Deps.Business and Deps.Target are nil: set one")
+	case d.Business != nil && d.Target != nil:
+		return nil, errors.New("processor: Deps.Business and Deps.Target are both set: set one")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -127,6 +158,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		},
 		sqs:      budgetedSQS{d.SQS},
 		business: d.Business,
+		target:   d.Target,
 		now:      d.Now,
 		rand:     d.Rand,
 		backoff:  failureBackoff(cfg.FailureBackoffBase),
@@ -163,17 +195,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	b := newBudget(ctx, h.now())
 	ctx, cancel := b.context(ctx)
 	defer cancel()
-	outcomes := make([]outcome, len(ev.Records))
-	sem := make(chan struct{}, h.cfg.MaxConcurrency)
-	var wg sync.WaitGroup
-	for _, unit := range orderedUnits(ev.Records) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			h.runUnit(ctx, b, ev.Records, unit, outcomes)
-		})
+	var outcomes []outcome
+	if h.target != nil {
+		outcomes = h.deliver(ctx, b, ev.Records)
+	} else {
+		outcomes = make([]outcome, len(ev.Records))
+		h.eachUnit(ev.Records, func(unit []int) { h.runUnit(ctx, b, ev.Records, unit, outcomes) })
 	}
-	wg.Wait()
 	h.forwardPermanent(ctx, ev.Records, outcomes)
 
 	var resp events.SQSEventResponse
@@ -186,6 +214,21 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	h.delayRetries(ctx, failed)
 	return resp, nil
+}
+
+// eachUnit runs fn for every unit of records (orderedUnits), up to
+// MaxConcurrency at once, and returns when all have returned.
+func (h *Handler) eachUnit(records []events.SQSMessage, fn func(unit []int)) {
+	sem := make(chan struct{}, h.cfg.MaxConcurrency)
+	var wg sync.WaitGroup
+	for _, unit := range orderedUnits(records) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(unit)
+		})
+	}
+	wg.Wait()
 }
 
 // orderedUnits groups record indexes into units that run one after another:
@@ -210,11 +253,20 @@ func orderedUnits(records []events.SQSMessage) [][]int {
 	return units
 }
 
-// runUnit processes a unit's records in order. After a failure the rest of
-// the unit is retried unprocessed: running them would break FIFO order. A
-// record is not started inside the reserve kept for the batch's last calls;
-// it stays failed, and SQS delivers it again.
+// runUnit processes a unit's records in order.
 func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome) {
+	h.walkUnit(ctx, b, records, unit, func(i int) bool {
+		outcomes[i] = h.process(ctx, records[i])
+		return outcomes[i].verdict == done
+	})
+}
+
+// walkUnit calls step for a unit's records in order while it returns true.
+// After a record that did not go on (a failure) the rest of the unit is
+// retried unprocessed: running them would break FIFO order. A record is not
+// started inside the reserve kept for the batch's last calls; it stays
+// failed, and SQS delivers it again.
+func (h *Handler) walkUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, step func(i int) bool) {
 	for n, i := range unit {
 		if left, ok := b.canStart(h.now()); !ok {
 			for _, j := range unit[n:] {
@@ -223,8 +275,7 @@ func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMes
 			}
 			return
 		}
-		outcomes[i] = h.process(ctx, records[i])
-		if outcomes[i].verdict == done {
+		if step(i) {
 			continue
 		}
 		for _, j := range unit[n+1:] {
@@ -236,23 +287,41 @@ func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMes
 }
 
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
-	log := h.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
+	key, log, ok := h.key(ctx, msg)
+	if !ok {
+		return outcome{verdict: retry}
+	}
+	res := h.guard.DoPayload(ctx, key, h.payloadHash(msg), func(ctx context.Context) error { return h.business(ctx, msg) })
+	return h.report(ctx, log, res)
+}
+
+// key reads msg's idempotency key, and returns the record's logger with it.
+// A record without a key is logged and retried (ok false).
+func (h *Handler) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, ok bool) {
+	log = h.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
 	key, err := h.cfg.Key.Key(msg)
 	if err != nil {
 		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
 			"outcome", "no-key", "error", err)
-		return outcome{verdict: retry}
+		return "", log, false
 	}
-	log = log.With("key", key)
+	return key, log.With("key", key), true
+}
 
-	res := h.guard.DoPayload(ctx, key, h.payloadHash(msg), func(ctx context.Context) error { return h.business(ctx, msg) })
+// report logs what the lock protocol did with a record and decides its
+// fate in the batch response.
+func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Result) outcome {
 	log = log.With("outcome", res.Outcome.String())
 	if res.Fence > 0 {
 		log = log.With("fence", res.Fence)
 	}
 	switch res.Outcome {
 	case dedupe.Processed:
-		log.InfoContext(ctx, "record processed", "tookOver", res.TookOver)
+		msg := "record processed"
+		if h.target != nil {
+			msg = "record delivered to the target"
+		}
+		log.InfoContext(ctx, msg, "tookOver", res.TookOver)
 		return outcome{verdict: done}
 	case dedupe.ProcessedUnrecorded:
 		if errors.Is(res.Err, dedupe.ErrLockLost) {
@@ -291,11 +360,16 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 		if res.ReleaseErr != nil {
 			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.ReleaseErr)
 		}
+		if errors.Is(res.Err, target.ErrRefused) && h.cfg.OperatorQueueURL != "" {
+			log.ErrorContext(ctx, "record refused by the target for good; forwarding to the operator queue", "error", res.Err)
+			return outcome{verdict: toOperator, reason: ReasonTargetRefused}
+		}
 		if IsPermanent(res.Err) && h.cfg.OperatorQueueURL != "" {
 			log.WarnContext(ctx, "record failed permanently; forwarding to the operator queue", "error", res.Err)
 			return outcome{verdict: toOperator, reason: ReasonPermanent}
 		}
-		log.WarnContext(ctx, "record failed; retried later", "error", res.Err, "permanent", IsPermanent(res.Err))
+		log.WarnContext(ctx, "record failed; retried later", "error", res.Err,
+			"permanent", IsPermanent(res.Err) || errors.Is(res.Err, target.ErrRefused))
 		return outcome{verdict: retry}
 	}
 	if errors.Is(res.Err, dedupe.ErrMisconfigured) {

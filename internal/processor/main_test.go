@@ -6,4 +6,4 @@ import (
 	"github.com/sqs-once/sqs-once/internal/mototest"
 )
 
-func TestMain(m *testing.M) { mototest.Main(m) }
+func TestMain(m *testing.M) { mototest.MainWith(m, mototest.LambdaWithoutDocker) }

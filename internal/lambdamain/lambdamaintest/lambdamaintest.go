@@ -31,6 +31,18 @@ func TestMain(m *testing.M, main func()) {
 // with a bad-configuration exit status and an error naming each of names.
 func CheckBadConfig(t *testing.T, env []string, names ...string) {
 	t.Helper()
+	want := make([]string, len(names))
+	for i, name := range names {
+		want[i] = "environment variable " + name + ":"
+	}
+	CheckStartFails(t, env, want...)
+}
+
+// CheckStartFails starts the command with env and asserts that start-up
+// fails with a bad-configuration exit status and an output containing each
+// of want.
+func CheckStartFails(t *testing.T, env []string, want ...string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append([]string{runMainVar + "=1", "AWS_EC2_METADATA_DISABLED=true"}, env...)
 	out, err := cmd.CombinedOutput()
@@ -38,9 +50,9 @@ func CheckBadConfig(t *testing.T, env []string, names ...string) {
 	if !errors.As(err, &exit) || exit.ExitCode() != lambdamain.ExitBadConfig {
 		t.Fatalf("exit %v, want status %d; output:\n%s", err, lambdamain.ExitBadConfig, out)
 	}
-	for _, name := range names {
-		if !strings.Contains(string(out), "environment variable "+name+":") {
-			t.Errorf("output does not name %s:\n%s", name, out)
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("output does not say %q:\n%s", w, out)
 		}
 	}
 }

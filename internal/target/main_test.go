@@ -1,0 +1,9 @@
+package target_test
+
+import (
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/mototest"
+)
+
+func TestMain(m *testing.M) { mototest.MainWith(m, mototest.LambdaWithoutDocker) }
