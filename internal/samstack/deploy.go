@@ -100,6 +100,11 @@ func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath stri
 	}
 
 	body, adaptations := forMoto(tmpl)
+	body, dropped, err := withoutNoValue(body, NewResolver(tmpl, values))
+	if err != nil {
+		return nil, fmt.Errorf("samstack: %s: %w", templatePath, err)
+	}
+	adaptations = append(adaptations, dropped...)
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err

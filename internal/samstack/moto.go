@@ -109,6 +109,75 @@ func forMoto(t Template) (Template, []Adaptation) {
 	return c, out
 }
 
+// withoutNoValue returns a copy of t without the list items that Fn::If
+// makes AWS::NoValue with the parameter values res has, and the rewrites it
+// made. CloudFormation leaves such an item out of its list; moto_server keeps
+// it as a null, and then fails, e.g. on a null in a role's Policies (SAM's
+// conditional policies are written this way).
+func withoutNoValue(t Template, res *Resolver) (Template, []Adaptation, error) {
+	var c Template
+	raw, _ := json.Marshal(t)
+	_ = json.Unmarshal(raw, &c)
+	isNoValue := func(v any) bool {
+		fn, args, _ := Intrinsic(v)
+		return fn == "Ref" && AsString(args) == "AWS::NoValue"
+	}
+	var firstErr error
+	var filter func(v any) (any, int)
+	filter = func(v any) (any, int) {
+		n := 0
+		switch x := v.(type) {
+		case map[string]any:
+			for k, child := range x {
+				var m int
+				x[k], m = filter(child)
+				n += m
+			}
+		case []any:
+			out := x[:0]
+			for _, item := range x {
+				if fn, args, _ := Intrinsic(item); fn == "Fn::If" {
+					if a := AsSlice(args); len(a) == 3 && (isNoValue(a[1]) || isNoValue(a[2])) {
+						b, err := res.Condition(AsString(a[0]))
+						if err != nil {
+							if firstErr == nil {
+								firstErr = err
+							}
+						} else if (b && isNoValue(a[1])) || (!b && isNoValue(a[2])) {
+							n++
+							continue
+						}
+					}
+				}
+				item, m := filter(item)
+				n += m
+				out = append(out, item)
+			}
+			return out, n
+		}
+		return v, n
+	}
+	var out []Adaptation
+	resources := AsMap(c["Resources"])
+	ids := make([]string, 0, len(resources))
+	for id := range resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r, n := filter(resources[id])
+		resources[id] = r
+		if n > 0 {
+			out = append(out, Adaptation{Rewritten, id, "", fmt.Sprintf("%d list item(s) that Fn::If makes AWS::NoValue left out, "+
+				"as CloudFormation does: moto_server would keep each as a null", n)})
+		}
+	}
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	return c, out, nil
+}
+
 // walk calls fn on every object inside v.
 func walk(v any, fn func(map[string]any)) {
 	switch x := v.(type) {

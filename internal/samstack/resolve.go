@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
 // Resolver evaluates a template's intrinsic functions as CloudFormation
 // would for given parameter values, without an endpoint: Ref (to a
 // parameter, a pseudo parameter, or a resource through Resource),
-// Fn::If, Fn::Sub, Fn::Join, Fn::FindInMap, the condition functions
+// Fn::If, Fn::Sub, Fn::Join, Fn::Split, Fn::Select, Fn::FindInMap, the
+// condition functions
 // Fn::Equals, Fn::Not, Fn::And, Fn::Or and Condition, and Fn::Contains as
 // Rules use it. Anything else (Fn::GetAtt, Fn::ImportValue, ...) is an error
 // that names it. It is the one evaluator behind Conditions, the Rules check,
@@ -111,6 +113,44 @@ func (r *Resolver) Value(v any) (any, error) {
 			parts = append(parts, s)
 		}
 		return strings.Join(parts, AsString(a[0])), nil
+	case "Fn::Split":
+		a := AsSlice(args)
+		if len(a) != 2 || AsString(a[0]) == "" {
+			return nil, fmt.Errorf("Fn::Split needs a delimiter and a string: %s", jsonText(args))
+		}
+		s, err := r.String(a[1])
+		if err != nil {
+			return nil, fmt.Errorf("Fn::Split: %w", err)
+		}
+		parts := strings.Split(s, AsString(a[0]))
+		out := make([]any, len(parts))
+		for i, p := range parts {
+			out[i] = p
+		}
+		return out, nil
+	case "Fn::Select":
+		a := AsSlice(args)
+		if len(a) != 2 {
+			return nil, fmt.Errorf("Fn::Select needs an index and a list: %s", jsonText(args))
+		}
+		is, err := r.String(a[0])
+		if err != nil {
+			return nil, fmt.Errorf("Fn::Select: %w", err)
+		}
+		i, err := strconv.Atoi(is)
+		if err != nil {
+			return nil, fmt.Errorf("Fn::Select: index %q is not a whole number", is)
+		}
+		list, err := r.Value(a[1])
+		if err != nil {
+			return nil, fmt.Errorf("Fn::Select: %w", err)
+		}
+		l := AsSlice(list)
+		if i < 0 || i >= len(l) {
+			// CloudFormation fails the stack operation, not only the branch.
+			return nil, fmt.Errorf("Fn::Select: index %d out of range of %s", i, jsonText(list))
+		}
+		return l[i], nil
 	case "Fn::FindInMap":
 		return r.findInMap(args)
 	case "Condition", "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Fn::Contains":

@@ -14,6 +14,15 @@ import (
 var stringSamples = map[string][]string{
 	"IdempotencyKey": {"messageId", "body:/orderId", "body:/order/id", "attribute:orderId"},
 	"KeyPrefix":      {"", "orders", strings.Repeat("p", 128), "!\"$%&'()*+,-./:;<=>?@[\\]^_`{|}~"},
+	"Target": {
+		"", "lambda:consumer", "lambda:" + strings.Repeat("f", 64) + ":$LATEST",
+		"lambda:arn:aws:lambda:eu-west-1:111122223333:function:consumer:live",
+		"sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+		"sns:arn:aws:sns:us-east-1:123456789012:orders", "events:default",
+		"events:arn:aws:events:us-east-1:123456789012:event-bus/orders",
+	},
+	"TargetEventSource": {"", "sqs-once", strings.Repeat("s", 256), "!~"},
+	"TargetDetailType":  {"", "sqs-once message", strings.Repeat("d", 128), " ~"},
 }
 
 // TestEveryAcceptedParameterValueStartsTheBinaries deploys nothing: it
@@ -137,6 +146,20 @@ func TestStringPatternsRefuseWhatTheBinaryRefuses(t *testing.T) {
 		{"KeyPrefix", "a\tb", false},
 		{"KeyPrefix", "commandé", false}, // not ASCII: 128 characters could exceed 128 bytes
 		{"KeyPrefix", "\u00a0", false},
+		{"TargetEventSource", "com.example.orders", true},
+		{"TargetEventSource", "", true}, // the processor's default
+		{"TargetEventSource", strings.Repeat("s", 256), true},
+		{"TargetEventSource", strings.Repeat("s", 257), false},
+		{"TargetEventSource", "com.example orders", false},
+		{"TargetDetailType", "Order placed", true},
+		{"TargetDetailType", strings.Repeat("d", 128), true},
+		{"TargetDetailType", strings.Repeat("d", 129), false},
+		{"TargetDetailType", "commandé", false},
+		{"TargetKmsKeyArn", "", true},
+		{"TargetKmsKeyArn", kmsKey, true},
+		{"TargetKmsKeyArn", "arn:aws:kms:eu-west-1:111122223333:key/mrk-1234abcd12ab34cd56ef1234567890ab", true},
+		{"TargetKmsKeyArn", "arn:aws:kms:eu-west-1:111122223333:alias/orders", false},
+		{"TargetKmsKeyArn", "1234abcd-12ab-34cd-56ef-1234567890ab", false},
 	}
 	for _, tt := range tests {
 		p, ok := params[tt.param]
@@ -151,7 +174,14 @@ func TestStringPatternsRefuseWhatTheBinaryRefuses(t *testing.T) {
 			continue
 		}
 		env := map[string]string{"IDEMPOTENCY_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "fn"}
-		env[map[string]string{"IdempotencyKey": "IDEMPOTENCY_KEY", "KeyPrefix": "KEY_PREFIX"}[tt.param]] = tt.value
+		envVar, ok := map[string]string{
+			"IdempotencyKey": "IDEMPOTENCY_KEY", "KeyPrefix": "KEY_PREFIX",
+			"TargetEventSource": "TARGET_EVENT_SOURCE", "TargetDetailType": "TARGET_DETAIL_TYPE",
+		}[tt.param]
+		if !ok {
+			continue // not an environment variable (TargetKmsKeyArn is a policy's)
+		}
+		env[envVar] = tt.value
 		if err := loaders[processorID](envconfig.Map(env)); err != nil {
 			t.Errorf("%s=%q: the template accepts it, the processor refuses it: %v", tt.param, tt.value, err)
 		}

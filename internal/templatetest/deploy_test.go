@@ -78,6 +78,8 @@ func TestDeployedWiring(t *testing.T) {
 			"ReplayerBatchSize": "5", "ReplayerBatchingWindow": "1", "ReplayerMaximumConcurrency": "3",
 			"PointInTimeRecovery": "false", "LogLevel": "DEBUG", "LogRetentionInDays": "7",
 			"AlarmEmail": "ops@example.com", "DlqAgeAlarmThreshold": "120",
+			"Target": "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders", "TargetKmsKeyArn": kmsKey,
+			"TargetEventSource": "com.example.orders", "TargetDetailType": "Order placed",
 		}},
 	}
 	for _, tt := range tests {
@@ -264,6 +266,9 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 			"OPERATOR_QUEUE_URL":   out("OperatorQueueUrl"),
 			"PAYLOAD_VALIDATION":   p["PayloadValidation"],
 			"LOCAL_CACHE":          p["LocalCache"],
+			"TARGET":               p["Target"],
+			"TARGET_EVENT_SOURCE":  p["TargetEventSource"],
+			"TARGET_DETAIL_TYPE":   p["TargetDetailType"],
 		}
 		if !maps.Equal(proc.Env, wantProc) {
 			t.Errorf("processor env\n got %v\nwant %v", proc.Env, wantProc)
