@@ -1,7 +1,9 @@
 // Command sqs-once-local runs the whole sqs-once pipeline on a local
 // moto_server, or a workload against a deployed stack, and checks that every
-// order's side effect happened exactly once and nothing was lost. It is what
-// `make demo` runs; see internal/demo and `sqs-once-local -help`.
+// order's side effect happened exactly once and nothing was lost (with
+// -target sqs: that every order was forwarded to a second queue exactly
+// once, intact). It is what `make demo` runs; see internal/demo and
+// `sqs-once-local -help`.
 package main
 
 import (

@@ -7,6 +7,13 @@
 // order's side effect exactly once (extra ones only inside the documented
 // window), nothing lost, queues drained.
 //
+// With Options.Target (-target sqs) the processor runs no handler: deployed
+// with the template's Target parameter, it forwards each key's message to a
+// second queue the runner creates. The runner reads that queue as a
+// consumer would and counts per key: exactly once, more than once (and
+// what explains each extra copy), never arrived, body and attributes
+// intact.
+//
 // With Options.Stack it sends the same workload to a deployed stack and
 // checks what can be seen from outside: the idempotency table, the operator
 // queue and the queues' depths.

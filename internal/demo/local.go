@@ -143,29 +143,51 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 
 	runID := newRunID()
 	stackName := "sqs-once-demo-" + runID
-	fmt.Fprintf(progressOut, "creating stack %s from %s on %s...\n", stackName, opts.Template, endpoint)
 	api := sqs.NewFromConfig(awsCfg)
-	info, err := deployLocal(ctx, awsCfg, api, opts, stackName)
+	params := demoParameters(opts)
+	var tq *targetQueue
+	if opts.Target == TargetSQS {
+		if tq, err = newTargetQueue(ctx, api, stackName); err != nil {
+			return Summary{}, err
+		}
+		params["Target"] = tq.spec.String()
+		fmt.Fprintf(progressOut, "created the target queue %s\n", tq.url)
+	}
+	fmt.Fprintf(progressOut, "creating stack %s from %s on %s...\n", stackName, opts.Template, endpoint)
+	info, err := deployLocal(ctx, awsCfg, api, opts, stackName, params)
 	if err != nil {
 		return Summary{}, err
+	}
+	if tq != nil {
+		if err := tq.checkDeployed(info, opts.Template); err != nil {
+			return Summary{}, err
+		}
 	}
 	w, err := NewWorkload(opts.spec(info.maxReceiveCount), opts.Seed, runID)
 	if err != nil {
 		return Summary{}, err
 	}
-	ledger, err := OpenLedger(filepath.Join(dir, "ledger.jsonl"))
-	if err != nil {
-		return Summary{}, err
-	}
-	defer ledger.Close()
 	r := &localRun{
-		opts: opts, info: info, api: api, w: w, tracker: NewTracker(), ledger: ledger, biz: NewBusiness(ledger, w),
+		opts: opts, info: info, api: api, w: w, tracker: NewTracker(),
 		fnLog: newFunctionLogger(logOut), logPath: logPath, start: start,
 		producer: &producer{
 			api: api, url: info.mainURL, w: w, keys: w.KeyIndex(),
 			body:  func(s Send, k Key) string { return w.Body(s, k.Kind, false) },
-			attrs: func(Send) map[string]string { return nil },
+			attrs: func(Send) map[string]sqstypes.MessageAttributeValue { return nil },
 		},
+	}
+	if tq != nil {
+		// No handler, so no ledger: what arrives in the target queue is
+		// the side effect.
+		r.target, r.forwards, r.consumer = tq, NewForwardLog(), newTargetConsumer(api, tq.url)
+		r.producer.attrs = targetAttributes
+	} else {
+		ledger, err := OpenLedger(filepath.Join(dir, "ledger.jsonl"))
+		if err != nil {
+			return Summary{}, err
+		}
+		defer ledger.Close()
+		r.ledger, r.biz = ledger, NewBusiness(ledger, w)
 	}
 	mappings, err := r.mappings(awsCfg)
 	if err != nil {
@@ -195,10 +217,11 @@ func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (en
 	return srv.URL, func() { srv.Stop() }, nil
 }
 
-// deployLocal creates the stack from the template, shortens the main queue's
-// visibility timeout for the demo, and reads the stack back.
-func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts Options, stackName string) (*stackInfo, error) {
-	st, err := samstack.Deploy(ctx, awsCfg, stackName, opts.Template, demoParameters(opts))
+// deployLocal creates the stack from the template with params (normally
+// demoParameters), shortens the main queue's visibility timeout for the
+// demo, and reads the stack back.
+func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts Options, stackName string, params map[string]string) (*stackInfo, error) {
+	st, err := samstack.Deploy(ctx, awsCfg, stackName, opts.Template, params)
 	if err != nil {
 		return nil, fmt.Errorf("create the stack from %s: %w", opts.Template, err)
 	}
@@ -227,11 +250,37 @@ type localRun struct {
 	w        Workload
 	producer *producer
 	tracker  *Tracker
+	// ledger and biz are the business handler's; target, forwards and
+	// consumer replace them with -target.
 	ledger   *Ledger
 	biz      *Business
+	target   *targetQueue
+	forwards *ForwardLog
+	consumer *targetConsumer
 	fnLog    *slog.Logger
 	logPath  string
 	start    time.Time
+}
+
+// queues are the queues the run waits to see empty: the stack's, and with
+// -target the target queue its consumer reads.
+func (r *localRun) queues() []string {
+	urls := []string{r.info.mainURL, r.info.dlqURL, r.info.opURL}
+	if r.target != nil {
+		urls = append(urls, r.target.url)
+	}
+	return urls
+}
+
+// progress is the progress line's counters: "processed" is the ledger's
+// side effects, or with a target the keys the target queue accepted.
+func (r *localRun) progress(elapsed time.Duration) Progress {
+	if r.target != nil {
+		p := r.tracker.Progress(r.w, r.forwards.AcceptedKeys(), elapsed)
+		p.Forwarding = true
+		return p
+	}
+	return r.tracker.Progress(r.w, r.ledger.Count(), elapsed)
 }
 
 // newReplayer builds the replayer's handler as cmd/dlq-replayer does, with
@@ -251,9 +300,21 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// handler, and a DynamoDB client whose conditional writes are atomic, as
 	// DynamoDB's are (moto checks a condition and writes without a lock
 	// between the two, and this demo races duplicates on purpose), and whose
-	// completion writes are reported to the Tracker.
+	// completion writes are reported to the Tracker. With -target, the
+	// target cmd/processor would build from the deployed TARGET takes the
+	// business handler's place, its outcomes observed.
 	ddb := newCompletionObserver(motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
-	proc, err := processor.New(info.processorCfg, processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Business: r.biz.Handle, Logger: r.fnLog})
+	deps := processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Logger: r.fnLog}
+	if r.target != nil {
+		tg, err := newObservedTarget(awsCfg, info, r.forwards, r.fnLog)
+		if err != nil {
+			return nil, err
+		}
+		deps.Target = tg
+	} else {
+		deps.Business = r.biz.Handle
+	}
+	proc, err := processor.New(info.processorCfg, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -303,13 +364,18 @@ func (r *localRun) execute(ctx context.Context, mappings []*localesm.Mapping, pr
 			}
 		})
 	}
+	if r.consumer != nil {
+		running.Go(func() { r.consumer.consume(pollCtx) })
+	}
 
 	fmt.Fprintf(progressOut, "sending %d messages for %d keys...\n", len(r.w.Sends), len(r.w.Keys))
 	prog := newProgressWriter(progressOut)
 	waitErr := r.drive(pollCtx, prog)
 	prog.Done()
 	// Crashed invocations hang until released; the mappings wait for them.
-	r.biz.Release()
+	if r.biz != nil {
+		r.biz.Release()
+	}
 	stopPolling()
 	running.Wait()
 	close(runErrs)
@@ -336,6 +402,9 @@ func (r *localRun) execute(ctx context.Context, mappings []*localesm.Mapping, pr
 
 // evaluate reads the ledger file and the queues' depths and checks the run.
 func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
+	if r.target != nil {
+		return r.evaluateTarget(ctx)
+	}
 	left, err := r.info.leftInQueues(ctx, r.api)
 	if err != nil {
 		return Summary{}, err
@@ -385,7 +454,7 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		p := r.tracker.Progress(r.w, r.ledger.Count(), now.Sub(r.start))
+		p := r.progress(now.Sub(r.start))
 		prog.Update(p, now, false)
 		switch {
 		case len(pending) > 0:
@@ -416,14 +485,14 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 			}
 		case p.Resolved == p.Sent && now.Sub(lastDrainCheck) >= 500*time.Millisecond:
 			lastDrainCheck = now
-			if drained(ctx, r.api, r.info.mainURL, r.info.dlqURL, r.info.opURL) {
+			if drained(ctx, r.api, r.queues()...) {
 				prog.Update(p, now, true)
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			p := r.tracker.Progress(r.w, r.ledger.Count(), time.Since(r.start))
+			p := r.progress(time.Since(r.start))
 			prog.Update(p, time.Now(), true)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (%d of them never sent)", wait, p.Resolved, p.Sent, len(r.w.Sends)-len(sent))

@@ -197,6 +197,8 @@ func (t *Tracker) resolved(sends []Send) int {
 type Progress struct {
 	Resolved, Sent, Processed, Suppressed, DeadLettered, Replays, Operator int
 	Elapsed                                                                time.Duration
+	// Forwarding: Processed counts keys a target accepted, not side effects.
+	Forwarding bool
 }
 
 // Progress computes the progress line's counters; processed is the number of

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,7 +31,13 @@ type Options struct {
 	Wait            time.Duration
 	Out             string
 	Verbose         bool
+	// Target is "" for the demo's business handler, or TargetSQS: the
+	// processor forwards each key's message to a queue the demo creates.
+	Target string
 }
+
+// TargetSQS is -target sqs.
+const TargetSQS = "sqs"
 
 // Template defaults the demo deploys with when no flag overrides them.
 const (
@@ -76,6 +83,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
 	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
+	fs.StringVar(&o.Target, "target", "", "\"sqs\": the processor runs no handler but forwards each key's message to a second queue the demo creates (Target=sqs:<its URL>), and the report counts what arrived there per key (see above)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
 		fs.PrintDefaults()
@@ -87,7 +95,34 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 		fs.Usage()
 		return Options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if o.Target != "" {
+		if err := o.dropHandlerKeys(fs); err != nil {
+			return Options{}, err
+		}
+	}
 	return o, o.Validate()
+}
+
+// handlerKeyFlags are the flags of keys whose behaviour the demo's business
+// handler makes; with a target no handler runs.
+var handlerKeyFlags = []string{"poison", "transient", "permanent", "crash"}
+
+// dropHandlerKeys zeroes the handler's special keys for -target, whose
+// defaults would otherwise ask for poison, transient and permanent keys,
+// and refuses them when the command line asks for some explicitly: a
+// target forwards whatever it is given, so nothing could make them fail.
+func (o *Options) dropHandlerKeys(fs *flag.FlagSet) error {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(handlerKeyFlags, f.Name) && f.Value.String() != "0" {
+			set = append(set, "-"+f.Name)
+		}
+	})
+	if len(set) > 0 {
+		return fmt.Errorf("%s: no business handler runs with -target %s, so no key can be made to fail or crash; leave them out", strings.Join(set, ", "), o.Target)
+	}
+	o.Poison, o.Transient, o.Permanent, o.Crash = 0, 0, 0, 0
+	return nil
 }
 
 const usageHeader = `Usage: sqs-once-local [flags]
@@ -99,6 +134,13 @@ duplicates, poison and transient failures, and prints a report that checks
 every order's side effect happened exactly once and nothing was lost. Exit
 status 0 when every invariant holds, 1 when one is broken, 2 on bad usage or
 set-up failure.
+
+With -target sqs the processor runs no handler: it forwards each key's
+message once, body and attributes byte for byte, to a second queue the demo
+creates (the template's Target parameter). The demo reads that queue as a
+consumer would, and the report counts the arrivals per key: exactly once,
+more than once, never arrived, intact. -poison, -transient, -permanent and
+-crash mean nothing there: they default to 0 and cannot be set.
 
 With -stack NAME it sends the same workload to a deployed stack instead and
 checks what can be checked from outside (see the report's "not checked").
@@ -126,6 +168,15 @@ func (o Options) Validate() error {
 	}
 	if o.Stack != "" && o.Crash > 0 {
 		errs = append(errs, errors.New("-crash needs the local pipeline; a deployed stack runs its own handler"))
+	}
+	switch {
+	case o.Target == "":
+	case o.Target != TargetSQS:
+		errs = append(errs, fmt.Errorf("-target %q: the demo knows \"sqs\" (forward to a queue it creates), or leave it out for the business-handler demo", o.Target))
+	case o.Stack != "":
+		errs = append(errs, errors.New("-target needs the local pipeline; a deployed stack has its own Target parameter"))
+	case o.Poison+o.Transient+o.Permanent+o.Crash > 0:
+		errs = append(errs, fmt.Errorf("-target %s: no business handler runs, so -poison, -transient, -permanent and -crash must be 0", o.Target))
 	}
 	if err := o.spec(1).Validate(); err != nil {
 		errs = append(errs, err)

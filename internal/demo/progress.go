@@ -60,6 +60,10 @@ func (pw *progressWriter) Done() {
 
 // Line is the progress line's text.
 func (p Progress) Line() string {
-	return fmt.Sprintf("[%5.1fs] %d/%d messages done · %d processed · %d duplicates suppressed · %d dead-lettered · %d replays · %d at operator",
-		p.Elapsed.Seconds(), p.Resolved, p.Sent, p.Processed, p.Suppressed, p.DeadLettered, p.Replays, p.Operator)
+	done := "processed"
+	if p.Forwarding {
+		done = "forwarded"
+	}
+	return fmt.Sprintf("[%5.1fs] %d/%d messages done · %d %s · %d duplicates suppressed · %d dead-lettered · %d replays · %d at operator",
+		p.Elapsed.Seconds(), p.Resolved, p.Sent, p.Processed, done, p.Suppressed, p.DeadLettered, p.Replays, p.Operator)
 }

@@ -57,6 +57,9 @@ type Summary struct {
 	// Adaptations are the places where moto_server's stack differs from what
 	// CloudFormation would build, as samstack reports them.
 	Adaptations []string `json:"adaptations,omitempty"`
+	// Target is set with -target: what arrived in the target queue, which
+	// takes the place of SideEffects (no business handler runs).
+	Target *TargetStats `json:"target,omitempty"`
 }
 
 // Timings are the pipeline settings the run used.
@@ -499,14 +502,16 @@ func (s Summary) renderSetup(p printer) {
 	if len(s.Adaptations) > 0 {
 		p("  moto_server differs from CloudFormation in %d places, each handled or noted by samstack (alarms not created, ...): see -json \"adaptations\"", len(s.Adaptations))
 	}
+	if s.Target != nil {
+		s.renderTargetSetup(p)
+	}
 	p("")
 	p("sent                  %d messages for %d unique keys", s.Sent, s.UniqueKeys)
 	p("  re-sends            %d keys sent 2-3 times: %d extra copies with new messageIds, %d of them concurrently with the first", wl.DuplicateKeys, wl.ExtraCopies, wl.Concurrent)
-	p("  poison              %d keys whose handler always fails", wl.Poison)
-	p("  transient           %d keys that fail a few times, then succeed", wl.Transient)
-	p("  permanent           %d keys the handler rejects as permanently invalid", wl.Permanent)
-	if wl.Crash > 0 {
-		p("  crash               %d keys whose invocation hangs after the side effect, until the function timeout", wl.Crash)
+	if s.Target != nil {
+		p("  failing keys        none: with a target no business handler runs (no poison, transient, permanent or crash)")
+	} else {
+		s.renderHandlerKeys(p)
 	}
 	if s.Mode == "local" {
 		p("deliveries            %d records delivered to the processor (re-sends, retries and redeliveries included)", s.Deliveries)
@@ -514,11 +519,25 @@ func (s Summary) renderSetup(p printer) {
 	p("")
 }
 
+// renderHandlerKeys is the keys the demo's business handler makes fail.
+func (s Summary) renderHandlerKeys(p printer) {
+	wl := s.Workload
+	p("  poison              %d keys whose handler always fails", wl.Poison)
+	p("  transient           %d keys that fail a few times, then succeed", wl.Transient)
+	p("  permanent           %d keys the handler rejects as permanently invalid", wl.Permanent)
+	if wl.Crash > 0 {
+		p("  crash               %d keys whose invocation hangs after the side effect, until the function timeout", wl.Crash)
+	}
+}
+
 // renderOutcomes is where every key and message ended.
 func (s Summary) renderOutcomes(p printer) {
-	if s.Mode == "stack" {
+	switch {
+	case s.Target != nil:
+		s.renderTargetOutcomes(p)
+	case s.Mode == "stack":
 		p("completed keys        %d idempotency records COMPLETED", s.Processed)
-	} else {
+	default:
 		se := s.SideEffects
 		p("side effects          %d in the ledger %s", se.Total, s.Ledger)
 		p("  exactly once        %d keys", se.ExactlyOnce)
@@ -565,7 +584,7 @@ func (s Summary) renderOutcomes(p printer) {
 			}
 			p("  %-19s %d side effects; %s", k.Key, k.SideEffects, strings.Join(causes, "; "))
 		}
-	} else if s.Mode == "local" {
+	} else if s.Mode == "local" && s.Target == nil {
 		p("documented window     not hit: no key had a second side effect (%d invocations abandoned at their timeout)", s.Abandoned)
 	}
 }
@@ -589,11 +608,20 @@ func (s Summary) renderVerdict(p printer) {
 	switch {
 	case !s.OK:
 		p("verdict: FAILED: %d invariant(s) broken", len(s.Violations))
+	case s.Target != nil:
+		p("verdict: OK: every key forwarded to the target queue exactly once%s, intact, nothing lost", targetSuffix(s.Target))
 	case s.Mode == "stack":
 		p("verdict: OK: every key sent completed or at the operator queue once, nothing lost (what -stack can check; see \"not checked\")")
 	default:
 		p("verdict: OK: every key's side effect exactly once%s, nothing lost", windowSuffix(s))
 	}
+}
+
+func targetSuffix(ts *TargetStats) string {
+	if ts.Explained == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (except %d keys that arrived more than once, each copy explained by a documented limit)", ts.Explained)
 }
 
 func windowSuffix(s Summary) string {

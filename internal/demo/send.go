@@ -29,7 +29,17 @@ type producer struct {
 	keys map[string]Key
 	// body and attrs make a send's message; attrs may return nil.
 	body  func(Send, Key) string
-	attrs func(Send) map[string]string
+	attrs func(Send) map[string]sqstypes.MessageAttributeValue
+}
+
+// message is the body and message attributes of s, exactly as sent: what
+// a target must deliver byte for byte.
+func (p *producer) message(s Send) (string, map[string]sqstypes.MessageAttributeValue) {
+	attrs := map[string]sqstypes.MessageAttributeValue{"producer": sqsmsg.String("sqs-once-demo")}
+	for k, v := range p.attrs(s) {
+		attrs[k] = v
+	}
+	return p.body(s, p.keys[s.Key]), attrs
 }
 
 // send sends sends in order, in batches of 10, senders batches side by side,
@@ -73,11 +83,8 @@ func (p *producer) send(ctx context.Context, sends []Send) (map[string]string, e
 func (p *producer) sendBatch(ctx context.Context, batch []Send) (map[string]string, error) {
 	entries := make([]sqsmsg.Entry, len(batch))
 	for i, s := range batch {
-		attrs := map[string]sqstypes.MessageAttributeValue{"producer": sqsmsg.String("sqs-once-demo")}
-		for k, v := range p.attrs(s) {
-			attrs[k] = sqsmsg.String(v)
-		}
-		entries[i] = sqsmsg.Entry{RecordID: s.ID, Body: p.body(s, p.keys[s.Key]), Attributes: attrs}
+		body, attrs := p.message(s)
+		entries[i] = sqsmsg.Entry{RecordID: s.ID, Body: body, Attributes: attrs}
 	}
 	ids := map[string]string{}
 	for attempt := 1; ; attempt++ {

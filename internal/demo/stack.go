@@ -209,11 +209,11 @@ func (r *stackRun) body(s Send, k Key) string {
 	return r.w.Body(s, k.Kind, k.Kind == Poison && r.info.keyedOnBody())
 }
 
-func (r *stackRun) attrs(s Send) map[string]string {
+func (r *stackRun) attrs(s Send) map[string]sqstypes.MessageAttributeValue {
 	if r.keyAttr == "" {
 		return nil
 	}
-	return map[string]string{r.keyAttr: s.Key}
+	return map[string]sqstypes.MessageAttributeValue{r.keyAttr: sqsmsg.String(s.Key)}
 }
 
 // expectedKeys predicts, with the processor's own key logic, the idempotency
