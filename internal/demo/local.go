@@ -92,8 +92,8 @@ func localAWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 func demoParameters(opts Options) map[string]string {
 	p := map[string]string{
 		"IdempotencyKey":   "body:/orderId",
-		"ProcessorTimeout": strconv.Itoa(int(demoFunctionTimeout / time.Second)),
-		"LockTimeout":      strconv.Itoa(int(demoLockTimeout / time.Second)),
+		"ProcessorTimeout": strconv.Itoa(int(opts.functionTimeout() / time.Second)),
+		"LockTimeout":      strconv.Itoa(int(opts.lockTimeout() / time.Second)),
 		// moto_server answers one write at a time (and the demo serialises
 		// its conditional writes on purpose), so an invocation's time grows
 		// with its batch: 5 records keep it well inside the 1 s timeout on a

@@ -99,8 +99,31 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 		if err := o.dropHandlerKeys(fs); err != nil {
 			return Options{}, err
 		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "visibility" })
+		if !set {
+			o.Visibility = o.functionTimeout()
+		}
 	}
 	return o, o.Validate()
+}
+
+// targetFunctionTimeout is the processor's timeout with a target: each
+// invocation waits for a second queue's answers, which a loaded machine
+// slows past a 1 s invocation's budget (an answer that comes too late is an
+// unknown outcome, and a duplicate once the lock expires).
+const targetFunctionTimeout = 3 * time.Second
+
+// functionTimeout and lockTimeout are the processor's for this run.
+func (o Options) functionTimeout() time.Duration {
+	if o.Target != "" {
+		return targetFunctionTimeout
+	}
+	return demoFunctionTimeout
+}
+
+func (o Options) lockTimeout() time.Duration {
+	return o.functionTimeout() * demoLockTimeout / demoFunctionTimeout
 }
 
 // handlerKeyFlags are the flags of keys whose behaviour the demo's business
@@ -162,6 +185,9 @@ func (o Options) Validate() error {
 	}
 	if o.Visibility < time.Second || o.Visibility > 12*time.Hour || o.Visibility%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("-visibility %s: must be whole seconds, 1s..12h", o.Visibility))
+	}
+	if o.Visibility < o.functionTimeout() {
+		errs = append(errs, fmt.Errorf("-visibility %s: must be at least the processor's %s timeout (Lambda refuses a shorter one)", o.Visibility, o.functionTimeout()))
 	}
 	if o.Wait < 0 {
 		errs = append(errs, fmt.Errorf("-wait %s: must not be negative", o.Wait))

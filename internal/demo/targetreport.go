@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/internal/target"
 )
 
@@ -171,7 +172,9 @@ func (s *Summary) checkLandings(w Workload, landings []Landing, message func(Sen
 // attributeDiff is the first difference between the attributes sent and
 // those that arrived, "" for none: every attribute sent with the same data
 // type and value bytes, sqs-once-key equal to the body's orderId, a
-// positive sqs-once-fence, and nothing else.
+// positive sqs-once-fence, and nothing else but the replayer's own
+// bookkeeping (a message that went through the DLQ arrives with its replay
+// count and original message id, as its consumer would see it).
 func attributeDiff(sent map[string]sqstypes.MessageAttributeValue, l Landing, orderID string) string {
 	if k := l.Key(); k != orderID {
 		return fmt.Sprintf("%s %q, the body's orderId %q", target.AttrKey, k, orderID)
@@ -190,12 +193,16 @@ func attributeDiff(sent map[string]sqstypes.MessageAttributeValue, l Landing, or
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.Attributes)) {
-		if _, ok := sent[name]; !ok && name != target.AttrKey && name != target.AttrFence {
+		if _, ok := sent[name]; !ok && !slices.Contains(addedOnTheWay, name) {
 			return fmt.Sprintf("%s added", name)
 		}
 	}
 	return ""
 }
+
+// addedOnTheWay are the attributes a message may gain between the producer
+// and the target queue.
+var addedOnTheWay = []string{target.AttrKey, target.AttrFence, sqsmsg.AttrReplayCount, sqsmsg.AttrOriginalMessageID}
 
 func attrText(v sqstypes.MessageAttributeValue) string {
 	if v.StringValue != nil {
