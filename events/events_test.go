@@ -48,6 +48,7 @@ var tested = map[string]string{
 	"replayer-over-limit.json":        "TestReplayer",
 	"replayer-invalid-counter.json":   "TestReplayer",
 	"replayer-binary-attributes.json": "TestReplayerBinaryAttributes",
+	"replayer-expired.json":           "TestReplayerExpired",
 }
 
 func TestEveryEventIsTested(t *testing.T) {
@@ -573,5 +574,46 @@ func TestReplayerBinaryAttributes(t *testing.T) {
 				aws.ToString(a.DataType), aws.ToString(a.StringValue), a.BinaryValue,
 				want.DataType, aws.ToString(want.StringValue), want.BinaryValue)
 		}
+	}
+}
+
+// A dead letter first enqueued on 2026-01-01 (sqs-once-first-sent, stamped by
+// its first replay) is older than MAX_MESSAGE_AGE: it goes to the operator
+// queue as expired, its first enqueue and its replays so far kept.
+func TestReplayerExpired(t *testing.T) {
+	t.Parallel()
+	ev := load(t, "replayer-expired.json")
+	rec := ev.Records[0]
+	cfg := mototest.Config(t)
+	e := env(t, "DlqReplayerFunction")
+	e["MAIN_QUEUE_URL"] = mototest.NewQueue(t, cfg, false, nil)
+	e["OPERATOR_QUEUE_URL"] = mototest.NewQueue(t, cfg, false, nil)
+	e["MAX_MESSAGE_AGE"] = "86400"
+	rcfg, err := replay.LoadConfig(envconfig.Map(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := replay.NewHandler(rcfg, cfg).Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v, err %v", resp.BatchItemFailures, err)
+	}
+	got := mototest.Receive(t, cfg, e["OPERATOR_QUEUE_URL"], 1, 5*time.Second)
+	if len(got) != 1 {
+		t.Fatalf("%d messages at the operator queue, want 1", len(got))
+	}
+	want := map[string]string{
+		sqsmsg.AttrReason:            replay.ReasonExpired,
+		sqsmsg.AttrFirstSent:         aws.ToString(rec.MessageAttributes[sqsmsg.AttrFirstSent].StringValue),
+		sqsmsg.AttrReplayCount:       "1",
+		sqsmsg.AttrOriginalMessageID: aws.ToString(rec.MessageAttributes[sqsmsg.AttrOriginalMessageID].StringValue),
+		"tenant":                     "acme",
+	}
+	for name, w := range want {
+		if attr(got[0], name) != w {
+			t.Errorf("%s = %q, want %q", name, attr(got[0], name), w)
+		}
+	}
+	if m := mototest.Receive(t, cfg, e["MAIN_QUEUE_URL"], 1, time.Second); len(m) != 0 {
+		t.Errorf("%d messages replayed, want none", len(m))
 	}
 }

@@ -10,6 +10,11 @@ import (
 // MaxDelay is the longest DelaySeconds SQS accepts.
 const MaxDelay = 900 * time.Second
 
+// MaxMessageAgeLimit is the largest MAX_MESSAGE_AGE: SQS's longest message
+// retention, 14 days. A longer limit could never be reached, since no queue
+// keeps a message that long, and would only hide a typo.
+const MaxMessageAgeLimit = 14 * 24 * time.Hour
+
 // Config is the replayer's configuration.
 type Config struct {
 	MainQueueURL     string
@@ -19,6 +24,11 @@ type Config struct {
 	MaxAttempts int
 	// Backoff gives replay n its delay; Cap is at most MaxDelay.
 	Backoff jitter.Policy
+	// MaxMessageAge, when not 0, is the oldest a message may be (from its
+	// first enqueue, sqs-once-first-sent) when a replay of it would become
+	// visible; an older one goes to the operator queue as expired, so
+	// replays cannot keep a message alive for ever.
+	MaxMessageAge time.Duration
 }
 
 // LoadConfig reads the configuration; the error names every bad variable.
@@ -34,6 +44,8 @@ func LoadConfig(lookup envconfig.Lookup) (Config, error) {
 			// Whole seconds, so a rounded delay never exceeds it.
 			Cap: time.Duration(r.Int("MAX_DELAY", int(MaxDelay/time.Second), 0, int(MaxDelay/time.Second))) * time.Second,
 		},
+		// Whole seconds, empty or 0 for no limit.
+		MaxMessageAge: time.Duration(r.Int("MAX_MESSAGE_AGE", 0, 0, int(MaxMessageAgeLimit/time.Second))) * time.Second,
 	}
 	jit := r.String("JITTER", string(jitter.Full))
 	var err error

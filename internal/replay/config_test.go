@@ -56,6 +56,10 @@ func TestLoadConfigNamesEveryBadVariable(t *testing.T) {
 		{"MAX_DELAY", "1.5", nil},
 		{"MAX_DELAY", "-1", nil},
 		{"JITTER", "random", nil},
+		{"MAX_MESSAGE_AGE", "-1", nil},
+		{"MAX_MESSAGE_AGE", "1209601", nil}, // past SQS's 14-day retention
+		{"MAX_MESSAGE_AGE", "1.5", nil},
+		{"MAX_MESSAGE_AGE", "1d", nil},
 	}
 	for _, tt := range tests {
 		env := maps.Clone(good)
@@ -84,6 +88,12 @@ func TestLoadConfigAcceptsEdges(t *testing.T) {
 	}
 	if c.MaxAttempts != 0 || c.Backoff.Base != 250*time.Millisecond || c.Backoff.Rate != 1 || c.Backoff.Cap != 0 || c.Backoff.Strategy != jitter.Decorrelated {
 		t.Errorf("config %+v", c)
+	}
+	for value, want := range map[string]time.Duration{"": 0, "0": 0, "60": time.Minute, "1209600": 14 * 24 * time.Hour} {
+		c, err := LoadConfig(envconfig.Map(map[string]string{"MAIN_QUEUE_URL": mainURL, "OPERATOR_QUEUE_URL": opURL, "MAX_MESSAGE_AGE": value}))
+		if err != nil || c.MaxMessageAge != want {
+			t.Errorf("MAX_MESSAGE_AGE=%q: %v, %v; want %v", value, c.MaxMessageAge, err, want)
+		}
 	}
 }
 
@@ -118,7 +128,7 @@ func TestDecideDelays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := New(c, Deps{}).decide(record("m", "b", tt.attrs), tt.r)
+			d := New(c, Deps{}).decide(record("m", "b", tt.attrs), tt.r, time.Now())
 			if d.queue != mainURL || d.entry.DelaySeconds != tt.want {
 				t.Errorf("to %s with delay %d, want main with %d", d.queue, d.entry.DelaySeconds, tt.want)
 			}
@@ -136,11 +146,11 @@ func TestFIFODeduplicationID(t *testing.T) {
 	withOrig := func(id, orig, n string) events.SQSMessage {
 		return fifoRecord(id, "b", "g", map[string]events.SQSMessageAttribute{sqsmsg.AttrOriginalMessageID: str("String", orig), sqsmsg.AttrReplayCount: str("Number", n)})
 	}
-	a := h.decide(withOrig("dlq-id-1", "orig", "1"), 0.5).entry
-	b := h.decide(withOrig("dlq-id-2", "orig", "1"), 0.9).entry
-	c := h.decide(withOrig("dlq-id-1", "orig", "2"), 0.5).entry
-	d := h.decide(withOrig("dlq-id-1", "other", "1"), 0.5).entry
-	retried := h.decide(withOrig("dlq-id-1", "orig", "1"), 0.9).entry
+	a := h.decide(withOrig("dlq-id-1", "orig", "1"), 0.5, time.Now()).entry
+	b := h.decide(withOrig("dlq-id-2", "orig", "1"), 0.9, time.Now()).entry
+	c := h.decide(withOrig("dlq-id-1", "orig", "2"), 0.5, time.Now()).entry
+	d := h.decide(withOrig("dlq-id-1", "other", "1"), 0.5, time.Now()).entry
+	retried := h.decide(withOrig("dlq-id-1", "orig", "1"), 0.9, time.Now()).entry
 	if a.DeduplicationID != retried.DeduplicationID {
 		t.Errorf("a retried send of one DLQ record got ids %q and %q: it would be delivered twice", a.DeduplicationID, retried.DeduplicationID)
 	}

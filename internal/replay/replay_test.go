@@ -112,8 +112,12 @@ func TestEveryAttributeTypeRoundTrips(t *testing.T) {
 			}
 		}
 		sameAttributes(t, m, want)
-		if attr(m, sqsmsg.AttrReplayCount) != wantCounter[i] || attr(m, sqsmsg.AttrOriginalMessageID) != wantOrig[i] || len(m.MessageAttributes) != len(want)+1+btoi(i == 0) {
-			t.Errorf("record %d: counter %q, original id %q, %d attributes", i, attr(m, sqsmsg.AttrReplayCount), attr(m, sqsmsg.AttrOriginalMessageID), len(m.MessageAttributes))
+		// Added: the counter, the original id on a first replay, the first
+		// enqueue (from SentTimestamp).
+		if attr(m, sqsmsg.AttrReplayCount) != wantCounter[i] || attr(m, sqsmsg.AttrOriginalMessageID) != wantOrig[i] ||
+			attr(m, sqsmsg.AttrFirstSent) != "Number:"+rec.Attributes["SentTimestamp"] || len(m.MessageAttributes) != len(want)+2+btoi(i == 0) {
+			t.Errorf("record %d: counter %q, original id %q, first sent %q, %d attributes", i, attr(m, sqsmsg.AttrReplayCount),
+				attr(m, sqsmsg.AttrOriginalMessageID), attr(m, sqsmsg.AttrFirstSent), len(m.MessageAttributes))
 		}
 	}
 }
@@ -329,48 +333,6 @@ func fifoRecord(id, body, group string, attrs map[string]events.SQSMessageAttrib
 		r.Attributes["MessageDeduplicationId"] = "producer-dedup-" + id
 	}
 	return r
-}
-
-// FIFO main queue: no delay even with a backoff configured, the group kept,
-// a deduplication id per replay (a retried send is deduplicated, the next
-// replay is not), and a record without a group goes to the operator queue.
-func TestFIFOMainQueue(t *testing.T) {
-	t.Parallel()
-	b := setup(t, options{fifoMain: true, env: map[string]string{"BACKOFF_BASE": "60"}})
-	rec := fifoRecord(origID, "fifo body", "customer-7", nil)
-	for range 2 { // Lambda retrying the same record
-		if resp := b.handle(rec); len(resp.BatchItemFailures) != 0 {
-			t.Fatalf("failures: %v", resp.BatchItemFailures)
-		}
-	}
-	first := b.receive(b.mainURL, 1)[0]
-	if g := first.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]; g != "customer-7" {
-		t.Errorf("group id %q, want customer-7", g)
-	}
-	d1 := first.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)]
-	if d1 == "" || d1 == "producer-dedup-"+origID {
-		t.Errorf("deduplication id %q: want a fresh one", d1)
-	}
-	if l := b.logs.lines(t); l[0]["delaySeconds"] != 0.0 {
-		t.Errorf("delay logged as %v, want 0", l[0]["delaySeconds"])
-	}
-	b.delete(first)
-	b.empty(b.mainURL) // the retried send was deduplicated
-
-	b.handle(asRecord(first)) // replay 2 of the same message is not swallowed
-	second := b.receive(b.mainURL, 1)[0]
-	if d2 := second.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)]; d2 == d1 || d2 == "" {
-		t.Errorf("replay 2 deduplication id %q, replay 1 %q: want distinct", d2, d1)
-	}
-	if attr(second, sqsmsg.AttrReplayCount) != "Number:2" || attr(second, sqsmsg.AttrOriginalMessageID) != "String:"+origID {
-		t.Errorf("replay 2 attributes %v", second.MessageAttributes)
-	}
-
-	b.handle(fifoRecord("no-group", "orphan", "", nil))
-	m := b.receive(b.opURL, 1)[0]
-	if attr(m, sqsmsg.AttrReason) != "String:"+ReasonMissingGroupID || aws.ToString(m.Body) != "orphan" {
-		t.Errorf("operator message %q %v", aws.ToString(m.Body), m.MessageAttributes)
-	}
 }
 
 // A FIFO operator queue gets a group (the record's, or its id) and a

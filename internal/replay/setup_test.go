@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +42,7 @@ type bundle struct {
 type options struct {
 	fifoMain, fifoOperator bool
 	env                    map[string]string // overrides of the test defaults
+	now                    func() time.Time  // the handler's clock; nil: time.Now
 }
 
 // setup builds a handler through LoadConfig, as main does. Defaults: JITTER
@@ -59,7 +62,7 @@ func setup(t *testing.T, o options) *bundle {
 	}
 	b.api = &spyAPI{real: sqs.NewFromConfig(cfg), calls: map[string]int{}}
 	log := slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b.h = New(c, Deps{SQS: b.api, Rand: func() float64 { return 0.5 }, Logger: log})
+	b.h = New(c, Deps{SQS: b.api, Rand: func() float64 { return 0.5 }, Now: o.now, Logger: log})
 	return b
 }
 
@@ -106,8 +109,26 @@ type spyAPI struct {
 	failBodies map[string]bool
 	failQueue  string
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu         sync.Mutex
+	calls      map[string]int
+	visibility []int32 // every VisibilityTimeout asked for, in order
+}
+
+// ChangeMessageVisibilityBatch records the timeouts asked for on the way to
+// moto.
+func (s *spyAPI) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	s.mu.Lock()
+	for _, e := range in.Entries {
+		s.visibility = append(s.visibility, e.VisibilityTimeout)
+	}
+	s.mu.Unlock()
+	return s.real.ChangeMessageVisibilityBatch(ctx, in, optFns...)
+}
+
+func (s *spyAPI) visibilities() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.visibility)
 }
 
 var errInjected = errors.New("injected: service unavailable")
@@ -188,7 +209,8 @@ func str(dataType, v string) events.SQSMessageAttribute {
 // asRecord turns a received message into the record the DLQ would deliver,
 // so a test can feed a replay back to the replayer.
 func asRecord(m sqstypes.Message) events.SQSMessage {
-	rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{}}
+	rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+		Attributes: maps.Clone(m.Attributes), MessageAttributes: map[string]events.SQSMessageAttribute{}}
 	for name, a := range m.MessageAttributes {
 		rec.MessageAttributes[name] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 	}
@@ -233,4 +255,35 @@ func loadEvent(t *testing.T) events.SQSEvent {
 	return ev
 }
 
-var _ sqsmsg.BatchSender = (*spyAPI)(nil)
+var (
+	_ sqsmsg.BatchSender = (*spyAPI)(nil)
+	_ VisibilityChanger  = (*spyAPI)(nil)
+)
+
+// clock is an injected clock a test sets.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// sentAt is a record's SentTimestamp.
+func sentAt(t *testing.T, rec events.SQSMessage) time.Time {
+	t.Helper()
+	ms, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64)
+	if err != nil {
+		t.Fatalf("record %s: SentTimestamp %q", rec.MessageId, rec.Attributes["SentTimestamp"])
+	}
+	return time.UnixMilli(ms)
+}

@@ -201,12 +201,13 @@ func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []
 		id := strconv.Itoa(i)
 		pending[id] = e.RecordID
 		in.Entries[k] = sqstypes.SendMessageBatchRequestEntry{
-			Id:                     aws.String(id),
-			MessageBody:            aws.String(e.Body),
-			MessageAttributes:      e.Attributes,
-			DelaySeconds:           e.DelaySeconds,
-			MessageGroupId:         optional(e.GroupID),
-			MessageDeduplicationId: optional(e.DeduplicationID),
+			Id:                      aws.String(id),
+			MessageBody:             aws.String(e.Body),
+			MessageAttributes:       e.Attributes,
+			DelaySeconds:            e.DelaySeconds,
+			MessageGroupId:          optional(e.GroupID),
+			MessageDeduplicationId:  optional(e.DeduplicationID),
+			MessageSystemAttributes: traceHeader(e.TraceHeader),
 		}
 	}
 	out, err := api.SendMessageBatch(ctx, in)
@@ -249,4 +250,14 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// traceHeader is the AWSTraceHeader system attribute carrying h, or nil.
+func traceHeader(h string) map[string]sqstypes.MessageSystemAttributeValue {
+	if h == "" {
+		return nil
+	}
+	return map[string]sqstypes.MessageSystemAttributeValue{
+		SystemAttrTraceHeader: {DataType: aws.String("String"), StringValue: aws.String(h)},
+	}
 }

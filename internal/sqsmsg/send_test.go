@@ -429,3 +429,26 @@ func TestSendBatchesCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TraceHeader goes out as the AWSTraceHeader system attribute, which SQS
+// does not count against the message's attributes or size; no header, no
+// system attributes.
+func TestTraceHeaderIsASystemAttribute(t *testing.T) {
+	t.Parallel()
+	f := &fakeSender{}
+	es := []Entry{{RecordID: "a", Body: "x", TraceHeader: "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"}, {RecordID: "b", Body: "y"}}
+	if failed := SendBatch(context.Background(), f, "q", es); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	got := f.calls[0].Entries
+	h, ok := got[0].MessageSystemAttributes[SystemAttrTraceHeader]
+	if !ok || aws.ToString(h.DataType) != "String" || aws.ToString(h.StringValue) != es[0].TraceHeader {
+		t.Errorf("entry a: system attributes %+v", got[0].MessageSystemAttributes)
+	}
+	if got[1].MessageSystemAttributes != nil {
+		t.Errorf("entry b: system attributes %+v, want none", got[1].MessageSystemAttributes)
+	}
+	if es[0].Size() != len("x") {
+		t.Errorf("Size %d counts the trace header", es[0].Size())
+	}
+}

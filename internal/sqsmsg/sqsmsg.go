@@ -16,6 +16,14 @@ const (
 	AttrReplayCount       = "sqs-dlq-replay-nb"
 	AttrOriginalMessageID = "sqs-dlq-original-message-id"
 	AttrReason            = "sqs-once-reason"
+	// AttrFirstSent is when the message was first enqueued, in epoch
+	// milliseconds (Number): the replayer stamps it on the first replay and
+	// keeps it on later ones, so a replay, a new message to SQS, still shows
+	// its true age and cannot be kept alive for ever.
+	AttrFirstSent = "sqs-once-first-sent"
+	// SystemAttrTraceHeader is the X-Ray trace header system attribute. It
+	// does not count against MaxAttributes or MaxMessageBytes.
+	SystemAttrTraceHeader = "AWSTraceHeader"
 )
 
 // SQS limits (Amazon SQS Developer Guide, quotas; raised from 256 KiB to 1 MiB
@@ -89,7 +97,7 @@ func Number(n int) sqstypes.MessageAttributeValue {
 
 // Entry is one message to send. RecordID identifies it in SendBatch's result
 // (for a Lambda record, its messageId). DelaySeconds 0 means the queue's own
-// delay; GroupID and DeduplicationID are sent only when set.
+// delay; GroupID, DeduplicationID and TraceHeader are sent only when set.
 type Entry struct {
 	RecordID        string
 	Body            string
@@ -97,6 +105,10 @@ type Entry struct {
 	DelaySeconds    int32
 	GroupID         string
 	DeduplicationID string
+	// TraceHeader is sent as the AWSTraceHeader system attribute, so the
+	// message stays in the X-Ray trace it came with. It is not counted by
+	// Size: SQS counts system attributes against no limit of the message.
+	TraceHeader string
 }
 
 // Size is the entry's size as SQS counts it against MaxMessageBytes and
