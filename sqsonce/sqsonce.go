@@ -98,6 +98,12 @@ type Config struct {
 	// "sqs-once" and "sqs-once message".
 	TargetEventSource string
 	TargetDetailType  string
+	// QueueURL is the queue the function consumes (QUEUE_URL). When set, the
+	// first event of each execution environment reads the queue's settings
+	// (sqs:GetQueueAttributes) and logs one warning if they are unsafe: a
+	// visibility timeout under 6 × the function's timeout, no redrive
+	// policy, a retention shorter than the receives before the DLQ.
+	QueueURL string
 	// AWS is the SDK configuration for DynamoDB and SQS, as
 	// config.LoadDefaultConfig returns it. Required.
 	AWS aws.Config
@@ -232,6 +238,7 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		Target:             pc.Target,
 		TargetEventSource:  pc.TargetEventSource,
 		TargetDetailType:   pc.TargetDetailType,
+		QueueURL:           pc.QueueURL,
 	}, nil
 }
 
@@ -251,6 +258,7 @@ func (c Config) processorConfig() (processor.Config, error) {
 		Target:             c.Target,
 		TargetEventSource:  c.TargetEventSource,
 		TargetDetailType:   c.TargetDetailType,
+		QueueURL:           c.QueueURL,
 	}
 	if c.Target != "" {
 		if _, err := target.ParseSpec(c.Target); err != nil {

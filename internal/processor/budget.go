@@ -61,3 +61,7 @@ func (s budgetedSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBa
 func (s budgetedSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	return s.api.ChangeMessageVisibilityBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }
+
+func (s budgetedSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return s.api.GetQueueAttributes(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
+}

@@ -61,6 +61,9 @@ type Config struct {
 	// of an events target's entries; empty means the defaults.
 	TargetEventSource string
 	TargetDetailType  string
+	// QueueURL is the queue the function consumes; when set, its first
+	// event reads the queue's attributes and warns if they are unsafe.
+	QueueURL string
 }
 
 // LoadConfig reads the processor's environment; the error names every bad
@@ -81,6 +84,7 @@ func LoadConfig(env envconfig.Lookup) (Config, error) {
 		Target:             r.String("TARGET", ""),
 		TargetEventSource:  r.String("TARGET_EVENT_SOURCE", ""),
 		TargetDetailType:   r.String("TARGET_DETAIL_TYPE", ""),
+		QueueURL:           r.QueueURL("QUEUE_URL", false),
 	}
 	if c.Target != "" {
 		if _, err := target.ParseSpec(c.Target); err != nil {

@@ -33,10 +33,13 @@ import (
 type Business func(ctx context.Context, msg events.SQSMessage) error
 
 // SQSAPI is the part of the SQS client the processor uses: forwarding
-// permanent failures and delaying failed records.
+// permanent failures, delaying failed records, and checking the consumed
+// queue's settings.
 type SQSAPI interface {
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	// GetQueueAttributes checks the consumed queue's settings (QUEUE_URL).
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 var _ SQSAPI = (*sqs.Client)(nil)
@@ -73,6 +76,8 @@ type Handler struct {
 	rand     func() float64
 	backoff  jitter.Policy
 	log      *slog.Logger
+	// queueChecked makes checkQueue run once per execution environment.
+	queueChecked sync.Once
 }
 
 // NewHandler builds the handler with SDK clients from awsCfg, whose retries
@@ -192,6 +197,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		h.log.ErrorContext(ctx, "invalid configuration; no record processed", "error", err)
 		return events.SQSEventResponse{}, err
 	}
+	h.checkQueue(ctx)
 	b := newBudget(ctx, h.now())
 	ctx, cancel := b.context(ctx)
 	defer cancel()
