@@ -105,6 +105,8 @@ func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath stri
 		return nil, fmt.Errorf("samstack: %s: %w", templatePath, err)
 	}
 	adaptations = append(adaptations, dropped...)
+	body, named := nameFIFOQueues(body, NewResolver(tmpl, values), stackName)
+	adaptations = append(adaptations, named...)
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err

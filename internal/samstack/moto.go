@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -362,6 +364,17 @@ func (r *reconciler) function(ctx context.Context, id string, props map[string]a
 	if _, ok := props["LoggingConfig"]; ok && fn.Logging.Format == "" {
 		r.add(Missing, id, "LoggingConfig", "moto_server's Lambda has no logging configuration; check the translated template")
 	}
+	if v, ok := props["TracingConfig"]; ok {
+		want, err := r.res.String(AsMap(v)["Mode"])
+		out, errC := r.lambda.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(fn.Name)})
+		if err != nil || errC != nil || out.TracingConfig == nil || string(out.TracingConfig.Mode) != want {
+			got := "none"
+			if errC == nil && out.TracingConfig != nil {
+				got = string(out.TracingConfig.Mode)
+			}
+			r.add(Missing, id, "TracingConfig", fmt.Sprintf("moto_server's CloudFormation ignores it (reports %s, the template says %s); check the translated template", got, want))
+		}
+	}
 	if v, ok := props["RecursiveLoop"]; ok {
 		out, err := r.lambda.GetFunctionRecursionConfig(ctx, &lambda.GetFunctionRecursionConfigInput{FunctionName: aws.String(fn.Name)})
 		if err != nil || string(out.RecursiveLoop) != AsString(v) {
@@ -380,4 +393,70 @@ func (r *reconciler) disableMapping(ctx context.Context, id, uuid string) error 
 	}
 	r.add(Disabled, id, "Enabled", "moto_server would invoke the function in Docker on every SendMessage and count a failed receive; poll the queue yourself (internal/localesm)")
 	return nil
+}
+
+// nameFIFOQueues returns a copy of t in which each FIFO queue without a
+// QueueName (with the parameter values res has) is given the name
+// CloudFormation would generate, "<stack>-<logical id>-<id>.fifo", and the
+// rewrites it made. CloudFormation ends a generated FIFO queue name with
+// ".fifo", as SQS requires; moto_server generates one without it and then
+// refuses its own name ("Queue name must end in .fifo for FIFO queues").
+func nameFIFOQueues(t Template, res *Resolver, stackName string) (Template, []Adaptation) {
+	var c Template
+	raw, _ := json.Marshal(t)
+	_ = json.Unmarshal(raw, &c)
+	// absent says whether a property is missing or AWS::NoValue.
+	absent := func(v any) bool {
+		for {
+			if v == nil {
+				return true
+			}
+			fn, args, _ := Intrinsic(v)
+			switch {
+			case fn == "Ref" && AsString(args) == "AWS::NoValue":
+				return true
+			case fn == "Fn::If" && len(AsSlice(args)) == 3:
+				b, err := res.Condition(AsString(AsSlice(args)[0]))
+				if err != nil {
+					return false
+				}
+				if b {
+					v = AsSlice(args)[1]
+				} else {
+					v = AsSlice(args)[2]
+				}
+				continue
+			}
+			return false
+		}
+	}
+	var out []Adaptation
+	resources := AsMap(c["Resources"])
+	ids := make([]string, 0, len(resources))
+	for id := range resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := AsMap(resources[id])
+		props := AsMap(r["Properties"])
+		if AsString(r["Type"]) != "AWS::SQS::Queue" || props == nil || !absent(props["QueueName"]) {
+			continue
+		}
+		if fifo := props["FifoQueue"]; absent(fifo) {
+			continue
+		} else if b, err := res.Bool(fifo); err != nil || !b {
+			continue
+		}
+		suffix := strings.ToUpper(strconv.FormatUint(rand.Uint64(), 36))
+		prefix := stackName + "-" + id + "-"
+		if max := 80 - len(".fifo") - len(suffix); len(prefix) > max {
+			prefix = prefix[:max]
+		}
+		name := prefix + suffix + ".fifo"
+		props["QueueName"] = name
+		out = append(out, Adaptation{Rewritten, id, "QueueName", "named " + name + " as CloudFormation names a FIFO queue without a QueueName " +
+			"(<stack>-<logical id>-<id>.fifo): moto_server would generate a name without .fifo and refuse it"})
+	}
+	return c, out
 }

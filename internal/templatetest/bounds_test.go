@@ -21,6 +21,8 @@ var stringSamples = map[string][]string{
 		"sns:arn:aws:sns:us-east-1:123456789012:orders", "events:default",
 		"events:arn:aws:events:us-east-1:123456789012:event-bus/orders",
 	},
+	"ExistingQueueArn": {"", "arn:aws:sqs:us-east-1:123456789012:orders", "arn:aws:sqs:eu-west-1:111122223333:orders.fifo",
+		"arn:aws-cn:sqs:cn-north-1:111122223333:" + strings.Repeat("q", 80), "arn:aws:sqs:us-east-1:123456789012:" + strings.Repeat("q", 75) + ".fifo"},
 	"TargetEventSource": {"", "sqs-once", strings.Repeat("s", 256), "!~"},
 	"TargetDetailType":  {"", "sqs-once message", strings.Repeat("d", 128), " ~"},
 }
@@ -90,7 +92,7 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 func environment(tmpl samstack.Template, vars map[string]any, values map[string]string) (map[string]string, error) {
 	res := tmpl.Resources()
 	r := samstack.NewResolver(tmpl, values)
-	r.Pseudo = map[string]string{"AWS::StackName": "stack", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"}
+	r.Pseudo = staticPseudo
 	r.Resource = func(id string) (string, bool) {
 		switch res[id].Type {
 		case "AWS::SQS::Queue":

@@ -39,6 +39,8 @@ var knownGaps = map[string]string{
 	"DlqReplayerFunction.Architectures":                 "TestFunctionRuntimeBuildAndLogging",
 	"DlqReplayerFunction.LoggingConfig":                 "TestFunctionRuntimeBuildAndLogging",
 	"DlqReplayerFunction.RecursiveLoop":                 "TestFunctionRuntimeBuildAndLogging",
+	"ProcessorFunction.TracingConfig":                   "TestInstallEventSourceOptions",
+	"DlqReplayerFunction.TracingConfig":                 "TestInstallEventSourceOptions",
 	"IdempotencyTable.TimeToLiveSpecification":          "TestIdempotencyTable; applied by samstack",
 	"IdempotencyTable.PointInTimeRecoverySpecification": "TestIdempotencyTable; applied by samstack",
 }
@@ -80,6 +82,7 @@ func TestDeployedWiring(t *testing.T) {
 			"AlarmEmail": "ops@example.com", "DlqAgeAlarmThreshold": "120",
 			"Target": "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders", "TargetKmsKeyArn": kmsKey,
 			"TargetEventSource": "com.example.orders", "TargetDetailType": "Order placed",
+			"MaxMessageAge": "7200", "Tracing": "Active", "ProcessorMappingMetrics": "on", "Dashboard": "off",
 		}},
 	}
 	for _, tt := range tests {
@@ -255,6 +258,7 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 			return s
 		}
 		wantProc := map[string]string{
+			"QUEUE_URL":            out("MainQueueUrl"),
 			"IDEMPOTENCY_TABLE":    out("IdempotencyTableName"),
 			"KEY_PREFIX":           keyPrefix,
 			"IDEMPOTENCY_KEY":      p["IdempotencyKey"],
@@ -273,7 +277,12 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 		if !maps.Equal(proc.Env, wantProc) {
 			t.Errorf("processor env\n got %v\nwant %v", proc.Env, wantProc)
 		}
+		maxAge := p["MaxMessageAge"]
+		if maxAge == "0" {
+			maxAge = p["MessageRetentionPeriod"]
+		}
 		wantRep := map[string]string{
+			"MAX_MESSAGE_AGE":    maxAge,
 			"MAIN_QUEUE_URL":     out("MainQueueUrl"),
 			"OPERATOR_QUEUE_URL": out("OperatorQueueUrl"),
 			"MAX_ATTEMPTS":       p["MaxAttempts"],
