@@ -28,11 +28,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/motoserver"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
-	"github.com/sqs-once/sqs-once/internal/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 

@@ -22,10 +22,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqs-once/sqs-once/internal/faultproxy"
-	"github.com/sqs-once/sqs-once/internal/lambdaruntime"
-	"github.com/sqs-once/sqs-once/internal/motoserver"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/lambdaruntime"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 )
 
 // ordersExampleDir is the program outside the module: its own go.mod, which
@@ -249,7 +249,7 @@ func buildOrdersExample(ctx context.Context, t *testing.T) string {
 }
 
 // lambdaRecord is one SQS record in the JSON Lambda sends (compare
-// internal/localesm/testdata/lambda-sqs-event.json), written out here rather
+// internal/local/localesm/testdata/lambda-sqs-event.json), written out here rather
 // than through aws-lambda-go's types, so the binary decodes Lambda's shape,
 // not its own encoder's.
 type lambdaRecord struct {

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 
-	"github.com/sqs-once/sqs-once/internal/faultproxy"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
-	"github.com/sqs-once/sqs-once/internal/motoserver"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/testclock"
 )

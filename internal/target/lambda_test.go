@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sqs-once/sqs-once/internal/faultproxy"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/target"
 )
 
@@ -88,7 +88,7 @@ func setupLambda(t *testing.T) *lambdaBundle {
 
 func sampleEvent(t *testing.T) ([]byte, events.SQSEvent) {
 	t.Helper()
-	raw, err := os.ReadFile("../localesm/testdata/lambda-sqs-event.json")
+	raw, err := os.ReadFile("../local/localesm/testdata/lambda-sqs-event.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package target_test
 import (
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 )
 
 func TestMain(m *testing.M) { mototest.MainWith(m, mototest.LambdaWithoutDocker) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 )
 
 // Values to try for the free-form string parameters, at their edges.

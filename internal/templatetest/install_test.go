@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
-	"github.com/sqs-once/sqs-once/internal/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 

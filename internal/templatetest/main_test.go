@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/internal/mototest"
-	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }

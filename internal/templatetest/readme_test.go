@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 )
 
 const (

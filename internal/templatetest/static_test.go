@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
-	"github.com/sqs-once/sqs-once/internal/samstack"
 )
 
 const (

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
-	"github.com/sqs-once/sqs-once/internal/samstack"
 	"github.com/sqs-once/sqs-once/internal/target"
 )
 

@@ -3,7 +3,7 @@ package motoserver_test
 import (
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 )
 
 // TestMain gives the tests that need a running server (the conditional-write

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/samstack"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 )
 
 // A template as the translator emits it: long-form intrinsics only.

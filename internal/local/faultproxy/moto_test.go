@@ -23,8 +23,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/sqs-once/sqs-once/internal/faultproxy"
-	"github.com/sqs-once/sqs-once/internal/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 )
 
 // startProxy puts a proxy in front of the package's moto_server.

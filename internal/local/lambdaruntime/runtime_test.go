@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/internal/lambdaruntime"
+	"github.com/sqs-once/sqs-once/internal/local/lambdaruntime"
 )
 
 // testTimeout bounds every wait of these tests on the emulator or on a

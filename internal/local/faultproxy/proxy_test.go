@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/internal/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 )
 
 // seen is what the upstream test server received.

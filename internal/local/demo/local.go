@@ -21,11 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/localesm"
-	"github.com/sqs-once/sqs-once/internal/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/localesm"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
-	"github.com/sqs-once/sqs-once/internal/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 

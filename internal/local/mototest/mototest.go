@@ -27,7 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 )
 
 var serverURL string

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqs-once/sqs-once/internal/localesm"
+	"github.com/sqs-once/sqs-once/internal/local/localesm"
 )
 
 // Replay is one dead letter the replayer sent back to the main queue, as
