@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
@@ -35,7 +35,7 @@ const (
 	// a steady rate rather than one burst, which also keeps moto_server's
 	// per-receive scan of the queue short.
 	sendChunk  = 40
-	maxBacklog = 60
+	maxBacklog = 100
 	// The late re-sends start when this share of the first wave has reached
 	// an end, or this long after it was sent.
 	lateWaveShare   = 0.8
@@ -91,14 +91,12 @@ func localAWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 // timings so the whole pipeline, DLQ and replays included, runs in seconds.
 func demoParameters(opts Options) map[string]string {
 	p := map[string]string{
-		"IdempotencyKey":   "body:/orderId",
-		"ProcessorTimeout": strconv.Itoa(int(opts.functionTimeout() / time.Second)),
-		"LockTimeout":      strconv.Itoa(int(opts.lockTimeout() / time.Second)),
-		// moto_server answers one write at a time (and the demo serialises
-		// its conditional writes on purpose), so an invocation's time grows
-		// with its batch: 5 records keep it well inside the 1 s timeout on a
-		// busy 2-core machine, where 10 came within a few milliseconds of it.
+		"IdempotencyKey":     "body:/orderId",
+		"ProcessorTimeout":   strconv.Itoa(int(opts.deployedFunctionTimeout() / time.Second)),
+		"LockTimeout":        strconv.Itoa(int(opts.lockTimeout() / time.Second)),
 		"ProcessorBatchSize": strconv.Itoa(demoBatchSize),
+		"FailureBackoffBase": strconv.Itoa(demoFailureBackoff),
+		"MaxReceiveCount":    strconv.Itoa(demoMaxReceiveCount),
 		"BackoffBase":        strconv.Itoa(demoBackoffBase),
 		"BackoffRate":        strconv.Itoa(demoBackoffRate),
 		"MaxDelay":           strconv.Itoa(demoMaxDelay),
@@ -129,7 +127,8 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	if opts.Verbose {
 		logOut = io.MultiWriter(logFile, progressOut)
 	}
-	endpoint, stop, err := localEndpoint(ctx, opts, progressOut)
+	fnLog := newFunctionLogger(logOut)
+	endpoint, partitionURLs, stop, err := localEndpoint(ctx, opts, progressOut)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -140,6 +139,10 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	if err != nil {
 		return Summary{}, err
 	}
+	// The SDK's own warnings (a response body it could not drain when a call
+	// was cancelled, retries) belong with the functions' logs, not on the
+	// terminal between the progress line and the report.
+	awsCfg.Logger = sdkLogger(fnLog)
 
 	runID := newRunID()
 	stackName := "sqs-once-demo-" + runID
@@ -167,11 +170,30 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	if err != nil {
 		return Summary{}, err
 	}
+	// The pipeline's calls (producer, event source mappings, functions) go
+	// through the fault proxy with -chaos; the demo's own checks (queue
+	// depths, the operator and target consumers) never do.
+	var chaos *chaosLog
+	if opts.Chaos != "" {
+		chaos = newChaosLog()
+		fmt.Fprintf(progressOut, "-chaos %s: the pipeline's AWS calls go through fault-injecting proxies\n", opts.Chaos)
+	}
+	pipeCfg, closeProxy, err := pipelineConfig(awsCfg, endpoint, opts, chaos, 0)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeProxy()
+	ddb, closeDynamo, err := partitionClients(ctx, awsCfg, info.table, partitionURLs, opts, chaos)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeDynamo()
+	pipe := sqs.NewFromConfig(pipeCfg)
 	r := &localRun{
-		opts: opts, info: info, api: api, w: w, tracker: NewTracker(),
-		fnLog: newFunctionLogger(logOut), logPath: logPath, start: start,
+		opts: opts, info: info, api: api, pipe: pipe, ddb: ddb, w: w, tracker: NewTracker(), chaos: chaos,
+		fnLog: fnLog, logPath: logPath, start: start,
 		producer: &producer{
-			api: api, url: info.mainURL, w: w, keys: w.KeyIndex(),
+			api: pipe, url: info.mainURL, w: w, keys: w.KeyIndex(),
 			body:  func(s Send, k Key) string { return w.Body(s, k.Kind, false) },
 			attrs: func(Send) map[string]sqstypes.MessageAttributeValue { return nil },
 		},
@@ -189,32 +211,48 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 		defer ledger.Close()
 		r.ledger, r.biz = ledger, NewBusiness(ledger, w)
 	}
-	mappings, err := r.mappings(awsCfg)
+	mappings, err := r.mappings(pipeCfg)
 	if err != nil {
 		return Summary{}, err
 	}
 	return r.execute(ctx, mappings, progressOut)
 }
 
-// localEndpoint is -endpoint, or a moto_server started for this run with
-// stop to end it.
-func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (endpoint string, stop func(), err error) {
+// localEndpoint is -endpoint, or a moto_server started for this run, with
+// stop to end it. partitions are the URLs of the servers that hold the
+// idempotency table's items: with -endpoint that server alone, otherwise
+// moto_servers of their own (see dynamoPartitions).
+func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (endpoint string, partitions []string, stop func(), err error) {
 	if opts.Endpoint != "" {
-		return opts.Endpoint, func() {}, nil
+		return opts.Endpoint, nil, func() {}, nil
 	}
 	fmt.Fprintln(progressOut, "starting moto_server...")
+	var partStop func()
+	partsDone := make(chan error, 1)
+	go func() {
+		var err error
+		partitions, partStop, err = startPartitions(ctx)
+		partsDone <- err
+	}()
 	srv, err := motoserver.Start(ctx)
-	if err != nil {
-		return "", nil, err
+	if perr := <-partsDone; perr != nil || err != nil {
+		if srv != nil {
+			srv.Stop()
+		}
+		if partStop != nil {
+			partStop()
+		}
+		return "", nil, nil, errors.Join(err, perr)
 	}
+	stop = func() { srv.Stop(); partStop() }
 	// Anything that reads the environment (the SDK's defaults, the SAM
 	// translator's subprocess) now reaches only this server, with dummy
 	// credentials.
 	if err := srv.SetProcessEnv(); err != nil {
-		srv.Stop()
-		return "", nil, err
+		stop()
+		return "", nil, nil, err
 	}
-	return srv.URL, func() { srv.Stop() }, nil
+	return srv.URL, partitions, stop, nil
 }
 
 // deployLocal creates the stack from the template with params (normally
@@ -225,28 +263,48 @@ func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts O
 	if err != nil {
 		return nil, fmt.Errorf("create the stack from %s: %w", opts.Template, err)
 	}
-	mainURL, err := st.Output("MainQueueUrl")
+	// The template ties each queue's visibility timeout to six times its
+	// consumer's timeout plus the batching window (AWS's advice): for the
+	// main queue 60 s, for the DLQ 180 s. A failed message would take that
+	// long per receive to reach the DLQ, and a receive whose answer is lost
+	// (-chaos) hides its messages that long. The demo sets both to
+	// -visibility.
+	for _, output := range []string{"MainQueueUrl", "DeadLetterQueueUrl"} {
+		url, err := st.Output(output)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
+			QueueUrl:   aws.String(url),
+			Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(opts.Visibility / time.Second))},
+		}); err != nil {
+			return nil, fmt.Errorf("set the demo visibility timeout on %s: %w", url, err)
+		}
+	}
+	info, err := loadStack(ctx, api, st)
 	if err != nil {
 		return nil, err
 	}
-	// The template ties the main queue's visibility timeout to six times the
-	// processor's timeout plus the batching window (AWS's advice); a failed
-	// message would take that long per receive to reach the DLQ. The DLQ
-	// keeps the template's: its consumer, the replayer, rarely fails.
-	if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
-		QueueUrl:   aws.String(mainURL),
-		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(opts.Visibility / time.Second))},
-	}); err != nil {
-		return nil, fmt.Errorf("set the demo visibility timeout on %s: %w", mainURL, err)
-	}
-	return loadStack(ctx, api, st)
+	// Lambda's timeout is whole seconds, at least 1; a shorter
+	// -function-timeout applies to the local invocations only. The replayer
+	// runs within the DLQ's shortened visibility timeout, as Lambda would
+	// require of it there.
+	info.processor.Timeout = opts.FunctionTimeout
+	info.replayer.Timeout = min(info.replayer.Timeout, opts.Visibility)
+	return info, nil
 }
 
 // localRun is one run of the workload through a local stack.
 type localRun struct {
-	opts     Options
-	info     *stackInfo
-	api      queueAPI
+	opts Options
+	info *stackInfo
+	// api reaches moto_server directly: the demo's own checks. pipe is the
+	// pipeline's client, through the fault proxy with -chaos.
+	api, pipe queueAPI
+	// ddb is the processor's DynamoDB client: the table's partitions, each
+	// with its conditional writes atomic per item.
+	ddb      dedupe.DynamoAPI
+	chaos    *chaosLog
 	w        Workload
 	producer *producer
 	tracker  *Tracker
@@ -287,7 +345,7 @@ func (r *localRun) progress(elapsed time.Duration) Progress {
 // its SQS client observed and its log lines in the run's function log.
 func (r *localRun) newReplayer(awsCfg aws.Config) *replay.Handler {
 	cfg := observeReplays(awsCfg, r.info.mainURL, r.tracker.Replayed)
-	return replay.New(r.info.replayCfg, replay.Deps{SQS: sqs.NewFromConfig(cfg), Logger: r.fnLog})
+	return replay.New(r.info.replayCfg, replay.Deps{SQS: sqs.NewFromConfig(cfg), Logger: r.fnLog, Rand: seededRand(r.opts.Seed, replaySeedStream)})
 }
 
 // mappings builds the three local event source mappings, none polling yet:
@@ -303,10 +361,12 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// completion writes are reported to the Tracker. With -target, the
 	// target cmd/processor would build from the deployed TARGET takes the
 	// business handler's place, its outcomes observed.
-	ddb := newCompletionObserver(motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
-	deps := processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Logger: r.fnLog}
+	ddb := newCompletionObserver(r.ddb, info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
+	// The processor's log lines also feed the report's per-record counts.
+	procLog := slog.New(newOutcomeCounter(r.fnLog.Handler(), r.tracker.Outcome))
+	deps := processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Logger: procLog, Rand: seededRand(r.opts.Seed, backoffSeedStream)}
 	if r.target != nil {
-		tg, err := newObservedTarget(awsCfg, info, r.forwards, r.fnLog)
+		tg, err := newObservedTarget(awsCfg, info, r.forwards, procLog)
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +380,7 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	}
 
 	procCfg := esmConfig(info.processor, info.processorESM, info.mainURL, r.opts.Concurrency)
-	procCfg.OnInvoke, procCfg.Logger = r.tracker.MainInvocation, r.fnLog
+	procCfg.OnInvoke, procCfg.Logger = r.tracker.MainInvocation, procLog
 	repCfg := esmConfig(info.replayer, info.replayerESM, info.dlqURL, 2)
 	repCfg.OnInvoke, repCfg.Logger = r.tracker.DeadLetterInvocation, r.fnLog
 	opCfg := localesm.Config{QueueURL: info.opURL, FunctionName: "operator", Pollers: 1, Timeout: operatorTimeout, Logger: r.fnLog}
@@ -334,7 +394,11 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 		{repCfg, r.newReplayer(awsCfg).Handle},
 		{opCfg, operatorHandler(r.tracker, r.w)},
 	} {
-		esm, err := localesm.New(r.api, m.cfg, m.h)
+		api := r.pipe
+		if m.cfg.FunctionName == opCfg.FunctionName {
+			api = r.api // the demo's operator is an observer, not the pipeline
+		}
+		esm, err := localesm.New(api, m.cfg, m.h)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +480,7 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	obs := r.tracker.Snapshot()
+	obs := r.observed()
 	obs.Left = left
 	obs.Elapsed = time.Since(r.start)
 	sum := Summarize(r.w, entries, obs, Evaluation{
@@ -431,6 +495,22 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 	})
 	sum.Adaptations = r.info.adaptations
 	return sum, nil
+}
+
+// observed is the tracker's snapshot with what -chaos injected.
+func (r *localRun) observed() Observed {
+	obs := r.tracker.Snapshot()
+	if r.chaos == nil {
+		return obs
+	}
+	obs.Chaos = r.chaos.stats(r.opts.Chaos, r.opts.Crash)
+	obs.FaultedCompletions = map[string]bool{}
+	for _, k := range r.w.Keys {
+		if r.chaos.hitCompletion(dedupe.RecordID(r.info.processorCfg.KeyPrefix, k.ID)) {
+			obs.FaultedCompletions[k.ID] = true
+		}
+	}
+	return obs
 }
 
 // drive sends the workload at a steady pace, the late re-sends once most of

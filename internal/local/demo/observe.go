@@ -33,6 +33,8 @@ type InvocationInfo struct {
 	// Abandoned: the invocation outlived its function timeout (a crash, a
 	// hang or a slow batch), so nothing after that point ran for it.
 	Abandoned bool
+	// Duration is how long it ran (its timeout when abandoned).
+	Duration time.Duration
 }
 
 // Completion is one COMPLETED write the processor made for a key, as its
@@ -58,6 +60,10 @@ type Tracker struct {
 	invocations map[string]InvocationInfo
 	completions []Completion
 	foreign     map[string]bool
+	// outcomes counts the processor's per-record outcomes as it logged
+	// them (processed, duplicate, in-progress, ...).
+	outcomes map[string]int
+	timedOut int
 }
 
 // NewTracker returns an empty Tracker.
@@ -68,7 +74,15 @@ func NewTracker() *Tracker {
 		operator:    map[string][]Arrival{},
 		invocations: map[string]InvocationInfo{},
 		foreign:     map[string]bool{},
+		outcomes:    map[string]int{},
 	}
+}
+
+// Outcome counts one record's outcome, as the processor decided it.
+func (t *Tracker) Outcome(o string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.outcomes[o]++
 }
 
 // MainInvocation records a processor invocation: when it started, whether it
@@ -82,7 +96,11 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.deliveries += len(inv.Records)
-	t.invocations[inv.RequestID] = InvocationInfo{Started: inv.Started, Abandoned: errors.Is(inv.Err, localesm.ErrTimeout)}
+	abandoned := errors.Is(inv.Err, localesm.ErrTimeout)
+	t.invocations[inv.RequestID] = InvocationInfo{Started: inv.Started, Abandoned: abandoned, Duration: inv.Duration}
+	if abandoned {
+		t.timedOut++
+	}
 	for _, r := range inv.Records {
 		if !deleted[r.MessageId] {
 			continue
@@ -149,6 +167,13 @@ type Observed struct {
 	Completions []Completion
 	// Foreign is the number of other messages seen at the operator queue.
 	Foreign int
+	// Outcomes are the processor's per-record outcomes, counted as it
+	// decided them.
+	Outcomes map[string]int
+	// FaultedCompletions are the keys whose COMPLETED write had a fault
+	// injected by -chaos; Chaos what -chaos injected in all.
+	FaultedCompletions map[string]bool
+	Chaos              *ChaosStats
 	// Left is what the queues still hold at the end, by queue role.
 	Left map[string]int
 	// Elapsed is how long the run took.
@@ -168,6 +193,7 @@ func (t *Tracker) Snapshot() Observed {
 		Invocations:  maps.Clone(t.invocations),
 		Completions:  slices.Clone(t.completions),
 		Foreign:      len(t.foreign),
+		Outcomes:     maps.Clone(t.outcomes),
 	}
 	for k, v := range t.operator {
 		o.Operator[k] = slices.Clone(v)
@@ -193,10 +219,13 @@ func (t *Tracker) resolved(sends []Send) int {
 	return n
 }
 
-// Progress is what the live progress line shows.
+// Progress is what the live progress line shows. Every number is counted
+// where it happens: Processed in the ledger (or, with a target, in the
+// target's accepted sends), Suppressed as records the lock answered
+// "duplicate", TimedOut as invocations abandoned at their timeout.
 type Progress struct {
-	Resolved, Sent, Processed, Suppressed, DeadLettered, Replays, Operator int
-	Elapsed                                                                time.Duration
+	Resolved, Sent, Processed, Suppressed, DeadLettered, Replays, Operator, TimedOut int
+	Elapsed                                                                          time.Duration
 	// Forwarding: Processed counts keys a target accepted, not side effects.
 	Forwarding bool
 }
@@ -206,12 +235,7 @@ type Progress struct {
 func (t *Tracker) Progress(w Workload, processed int, elapsed time.Duration) Progress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ackedOnly, atOperator := 0, 0
-	for s := range t.acked {
-		if len(t.operator[s]) == 0 {
-			ackedOnly++
-		}
-	}
+	atOperator := 0
 	for _, as := range t.operator {
 		atOperator += len(as)
 	}
@@ -219,10 +243,11 @@ func (t *Tracker) Progress(w Workload, processed int, elapsed time.Duration) Pro
 		Resolved:     t.resolved(w.Sends),
 		Sent:         len(w.Sends),
 		Processed:    processed,
-		Suppressed:   max(0, ackedOnly-processed),
+		Suppressed:   t.outcomes[outcomeDuplicate],
 		DeadLettered: len(t.deadLetter),
 		Replays:      len(t.replays),
 		Operator:     atOperator,
+		TimedOut:     t.timedOut,
 		Elapsed:      elapsed,
 	}
 }

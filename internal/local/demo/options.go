@@ -34,20 +34,36 @@ type Options struct {
 	// Target is "" for the demo's business handler, or TargetSQS: the
 	// processor forwards each key's message to a queue the demo creates.
 	Target string
+	// FunctionTimeout is the processor's; below Lambda's 1 s minimum it is
+	// applied locally only (the stack is deployed with 1 s).
+	FunctionTimeout time.Duration
+	// Chaos is "", ChaosLight or ChaosHeavy.
+	Chaos string
 }
 
 // TargetSQS is -target sqs.
 const TargetSQS = "sqs"
 
 // Template defaults the demo deploys with when no flag overrides them.
+//
+// They are chosen for headroom on a busy laptop (two cores, four other
+// CPU-bound processes): moto_server is one Python process, and under load an
+// invocation of 10 records has been measured at up to about 2 s there (the
+// report shows the longest one, and up to 5 s when other test suites ran
+// too). A 10 s function timeout (one of the values the template allows)
+// leaves room for that, so no invocation reaches its timeout unless a crash
+// is injected. The lock is renewed every third of its 6 s while the handler
+// runs, so a live invocation never loses it, and an abandoned one frees its
+// key 6 s after its last renewal. Failed records come back after the
+// failure backoff (1 s, then 2 s, ...), not after the 10 s visibility
+// timeout, and a maxReceiveCount of 3 sends a poison message
+// to the DLQ within seconds (the template's default is 5).
 const (
-	// The processor's function timeout for the demo: no longer than the main
-	// queue's 1 s demo visibility timeout, as Lambda requires. The lock
-	// outlives it by a second, so a live invocation never loses its lock and
-	// an abandoned one's lock expires soon after.
-	demoFunctionTimeout = 1 * time.Second
-	demoLockTimeout     = 2 * time.Second
-	demoBatchSize       = 5
+	demoFunctionTimeout = 10 * time.Second
+	demoLockTimeout     = 6 * time.Second
+	demoBatchSize       = 10
+	demoFailureBackoff  = 1
+	demoMaxReceiveCount = 3
 	// Replay backoff for the demo: ceilings 2, 4, 4 s for replays 1, 2, 3.
 	demoBackoffBase = 1
 	demoBackoffRate = 2
@@ -71,15 +87,17 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.Transient, "transient", 4, "keys that fail a few times, then succeed (half of them only after a replay)")
 	fs.IntVar(&o.Permanent, "permanent", 2, "keys the handler rejects with processor.Permanent: straight to the operator queue")
 	fs.IntVar(&o.Crash, "crash", 0, "keys whose processor invocation hangs right after the side effect until the function timeout, as a crash between side effect and completion; shows the documented duplicate window")
-	fs.IntVar(&o.Concurrency, "concurrency", 4, "concurrent pollers (invocations) on the main queue")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the workload (keys, copies, order) and nothing else")
+	fs.IntVar(&o.Concurrency, "concurrency", 8, "concurrent pollers (invocations) on the main queue")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the run: the workload (keys, copies, order), the replay and failure backoff jitter, and the sequence of -chaos faults and crashes")
 	fs.BoolVar(&o.JSON, "json", false, "print the machine-readable summary on stdout (the report goes to stderr)")
 	fs.StringVar(&o.Endpoint, "endpoint", "", "URL of a moto_server already running, instead of starting one")
 	fs.StringVar(&o.Stack, "stack", "", "name of a deployed sqs-once stack: send the workload to it with the usual AWS credentials and check what can be checked")
 	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template the local stack is created from")
-	fs.IntVar(&o.MaxReceiveCount, "max-receive-count", 0, "main queue maxReceiveCount (0: the template's default)")
+	fs.IntVar(&o.MaxReceiveCount, "max-receive-count", 0, fmt.Sprintf("main queue maxReceiveCount (0: the demo's %d)", demoMaxReceiveCount))
 	fs.IntVar(&o.MaxAttempts, "max-attempts", -1, "replays of a dead letter before the operator queue (-1: the template's default)")
-	fs.DurationVar(&o.Visibility, "visibility", time.Second, "visibility timeout set on the main queue after the local deploy (whole seconds, at least the processor's 1s timeout); the DLQ keeps the template's")
+	fs.DurationVar(&o.Visibility, "visibility", 0, "visibility timeout set on the main queue after the local deploy (whole seconds, at least -function-timeout; 0: -function-timeout rounded up to a second); the DLQ keeps the template's")
+	fs.DurationVar(&o.FunctionTimeout, "function-timeout", demoFunctionTimeout, "the processor's function timeout (100ms..60s); the lock timeout is three fifths of it. Below 1s (Lambda's minimum) it applies locally only: a way to see what a machine too slow for the timings does")
+	fs.StringVar(&o.Chaos, "chaos", "", "\"light\" or \"heavy\": every AWS call of the pipeline goes through a fault-injecting proxy (500 before or after applying, connection reset after applying, throttling, latency) and some invocations crash after their side effect; the report lists the faults injected")
 	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
 	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
@@ -99,32 +117,44 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 		if err := o.dropHandlerKeys(fs); err != nil {
 			return Options{}, err
 		}
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "visibility" })
-		if !set {
-			o.Visibility = o.functionTimeout()
+	}
+	if o.Visibility == 0 {
+		o.Visibility = o.FunctionTimeout.Round(time.Second)
+		if o.Visibility < o.FunctionTimeout {
+			o.Visibility += time.Second
 		}
+	}
+	if c, ok := chaosLevelOf(o.Chaos); ok && o.Target == "" && !isSet(fs, "crash") {
+		o.Crash = c.crashes
 	}
 	return o, o.Validate()
 }
 
-// targetFunctionTimeout is the processor's timeout with a target: each
-// invocation waits for a second queue's answers, which a loaded machine
-// slows past a 1 s invocation's budget (an answer that comes too late is an
-// unknown outcome, and a duplicate once the lock expires).
-const targetFunctionTimeout = 3 * time.Second
-
-// functionTimeout and lockTimeout are the processor's for this run.
-func (o Options) functionTimeout() time.Duration {
-	if o.Target != "" {
-		return targetFunctionTimeout
-	}
-	return demoFunctionTimeout
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
+// lockTimeout is the processor's LOCK_TIMEOUT for this run: three fifths of
+// the function timeout in whole seconds, at least 1 s. It is renewed every
+// third of itself while the handler runs.
 func (o Options) lockTimeout() time.Duration {
-	return o.functionTimeout() * demoLockTimeout / demoFunctionTimeout
+	return max(time.Second, (o.FunctionTimeout / time.Millisecond * demoLockTimeout / (demoFunctionTimeout / time.Millisecond)).Round(time.Second))
 }
+
+// deployedFunctionTimeout is what the template gets: whole seconds, at least
+// Lambda's 1 s.
+func (o Options) deployedFunctionTimeout() time.Duration {
+	return max(time.Second, o.FunctionTimeout.Round(time.Second))
+}
+
+// The -function-timeout range: below 100ms nothing at all could run, and
+// past a minute the demo would only be slow.
+const (
+	minFunctionTimeout = 100 * time.Millisecond
+	maxFunctionTimeout = time.Minute
+)
 
 // handlerKeyFlags are the flags of keys whose behaviour the demo's business
 // handler makes; with a target no handler runs.
@@ -186,8 +216,19 @@ func (o Options) Validate() error {
 	if o.Visibility < time.Second || o.Visibility > 12*time.Hour || o.Visibility%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("-visibility %s: must be whole seconds, 1s..12h", o.Visibility))
 	}
-	if o.Visibility < o.functionTimeout() {
-		errs = append(errs, fmt.Errorf("-visibility %s: must be at least the processor's %s timeout (Lambda refuses a shorter one)", o.Visibility, o.functionTimeout()))
+	if o.FunctionTimeout < minFunctionTimeout || o.FunctionTimeout > maxFunctionTimeout {
+		errs = append(errs, fmt.Errorf("-function-timeout %s: must be %s..%s", o.FunctionTimeout, minFunctionTimeout, maxFunctionTimeout))
+	} else if o.FunctionTimeout >= time.Second && o.FunctionTimeout%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("-function-timeout %s: Lambda takes whole seconds; below 1s any value is accepted (applied locally only)", o.FunctionTimeout))
+	}
+	if o.Visibility < o.FunctionTimeout {
+		errs = append(errs, fmt.Errorf("-visibility %s: must be at least -function-timeout %s (Lambda refuses a shorter one)", o.Visibility, o.FunctionTimeout))
+	}
+	if _, ok := chaosLevelOf(o.Chaos); !ok && o.Chaos != "" {
+		errs = append(errs, fmt.Errorf("-chaos %q: must be %q or %q (or left out)", o.Chaos, ChaosLight, ChaosHeavy))
+	}
+	if o.Chaos != "" && o.Stack != "" {
+		errs = append(errs, errors.New("-chaos needs the local pipeline: it puts a fault-injecting proxy between the functions and moto_server"))
 	}
 	if o.Wait < 0 {
 		errs = append(errs, fmt.Errorf("-wait %s: must not be negative", o.Wait))

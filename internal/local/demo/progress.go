@@ -64,6 +64,10 @@ func (p Progress) Line() string {
 	if p.Forwarding {
 		done = "forwarded"
 	}
-	return fmt.Sprintf("[%5.1fs] %d/%d messages done · %d %s · %d duplicates suppressed · %d dead-lettered · %d replays · %d at operator",
+	line := fmt.Sprintf("[%5.1fs] %d/%d messages done · %d %s · %d duplicates suppressed · %d dead-lettered · %d replays · %d at operator",
 		p.Elapsed.Seconds(), p.Resolved, p.Sent, p.Processed, done, p.Suppressed, p.DeadLettered, p.Replays, p.Operator)
+	if p.TimedOut > 0 {
+		line += fmt.Sprintf(" · %d timed out", p.TimedOut)
+	}
+	return line
 }

@@ -37,7 +37,15 @@ type Summary struct {
 	LostSends            []string       `json:"lostSends,omitempty"`
 	LeftInQueues         map[string]int `json:"leftInQueues"`
 	Window               Window         `json:"documentedWindow"`
-	Abandoned            int            `json:"abandonedInvocations"`
+	// Records are the processor's per-record outcomes, counted as it
+	// decided them; Invocations its invocations.
+	Records     RecordStats     `json:"records"`
+	Invocations InvocationStats `json:"invocations"`
+	// Chaos is what -chaos injected.
+	Chaos *ChaosStats `json:"chaos,omitempty"`
+	// Headroom explains a failed run that shows signs of a machine slower
+	// than the demo's timings assume, and which flag gives more.
+	Headroom string `json:"headroom,omitempty"`
 	// Foreign is the other producers' messages seen at the operator queue of
 	// a deployed stack, and left there.
 	Foreign int `json:"foreignAtOperator,omitempty"`
@@ -65,7 +73,7 @@ type Summary struct {
 // Timings are the pipeline settings the run used.
 type Timings struct {
 	VisibilityTimeoutSeconds int     `json:"visibilityTimeoutSeconds"`
-	FunctionTimeoutSeconds   int     `json:"functionTimeoutSeconds"`
+	FunctionTimeoutSeconds   float64 `json:"functionTimeoutSeconds"`
 	LockTimeoutSeconds       int     `json:"lockTimeoutSeconds"`
 	MaxReceiveCount          int     `json:"maxReceiveCount"`
 	MaxAttempts              int     `json:"maxAttempts"`
@@ -116,6 +124,33 @@ type OpStats struct {
 	ByReason map[string]int `json:"byReason"`
 }
 
+// RecordStats are the processor's per-record outcomes.
+type RecordStats struct {
+	Processed  int `json:"processed"`
+	Unrecorded int `json:"processedUnrecorded"`
+	Duplicate  int `json:"duplicate"`
+	InProgress int `json:"inProgress"`
+	NotStarted int `json:"notStarted"`
+}
+
+func recordStats(o map[string]int) RecordStats {
+	return RecordStats{
+		Processed: o[outcomeProcessed], Unrecorded: o[outcomeUnrecorded], Duplicate: o[outcomeDuplicate],
+		InProgress: o[outcomeInProgress], NotStarted: o[outcomeNotStarted],
+	}
+}
+
+// InvocationStats are the processor's invocations: how many, how many
+// reached their timeout (abandoned there), how many of those were crashes
+// the demo injected, and the longest one that ended in time.
+type InvocationStats struct {
+	Total          int     `json:"total"`
+	TimedOut       int     `json:"timedOut"`
+	TimedOutCrash  int     `json:"timedOutInjectedCrash"`
+	LongestSeconds float64 `json:"longestSeconds"`
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
+}
+
 // Window lists the keys whose extra side effects the documented duplicate
 // window explains: a side effect whose completion was never recorded (its
 // invocation was abandoned at its timeout, or its COMPLETED write failed),
@@ -129,14 +164,17 @@ type WindowKey struct {
 	Key         string `json:"key"`
 	SideEffects int    `json:"sideEffects"`
 	// Causes explain every side effect of the key but the last, in order.
-	Causes   []WindowCause `json:"causes"`
-	Injected bool          `json:"injected"` // by --crash
+	Causes []WindowCause `json:"causes"`
+	// Injected: every cause is a fault the demo injected (-crash, -chaos).
+	// Otherwise the run fails: the demo's own timings made the duplicate.
+	Injected bool `json:"injected"`
 }
 
 // WindowCause is why one side effect's completion was never recorded.
 type WindowCause struct {
 	RequestID string `json:"requestId"`
 	Cause     string `json:"cause"`
+	Injected  bool   `json:"injected"`
 }
 
 // Evaluation is what Summarize needs beyond the workload and ledger.
@@ -201,11 +239,8 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	s := newSummary(ev.Mode, ev.Seed, w, obs, ev.Timings)
 	s.Deliveries, s.DeadLettered = obs.Deliveries, obs.DeadLettered
 	s.Ledger, s.Logs = ev.Ledger, ev.Logs
-	for _, inv := range obs.Invocations {
-		if inv.Abandoned {
-			s.Abandoned++
-		}
-	}
+	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
+	s.Invocations = invocationStats(obs.Invocations, ledger, ev.Timings)
 	s.Checked = []string{
 		"side effects per key, from the ledger",
 		"every message processed or at the operator queue once (lost: 0)",
@@ -214,6 +249,9 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	effects := s.groupLedger(w, ledger)
 	s.checkKeys(w, effects, obs, ev)
 	s.checkSends(w, effects, obs)
+	s.Processed = s.Records.Processed + s.Records.Unrecorded
+	s.DuplicatesSuppressed = s.Records.Duplicate
+	s.checkInjected()
 	s.Replays = replayStats(obs.Replays, ev.Ceiling)
 	for _, es := range effects {
 		if slices.ContainsFunc(es, func(e Entry) bool { return e.ReplayCount != "" }) {
@@ -289,25 +327,13 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
 }
 
-// checkSends accounts for every send: processed (its own delivery made the
-// key's side effect), suppressed as a duplicate of a key done, at the
-// operator queue, or lost.
+// checkSends accounts for every send: deleted by the processor once its
+// key's side effect happened, at the operator queue, or lost.
 func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observed) {
-	ownSend := map[string]bool{}
-	for _, es := range effects {
-		for _, e := range es {
-			ownSend[e.Send] = true
-		}
-	}
 	for _, snd := range w.Sends {
 		switch {
 		case len(obs.Operator[snd.ID]) > 0:
 		case obs.Acked[snd.ID] && len(effects[snd.Key]) > 0:
-			if ownSend[snd.ID] {
-				s.Processed++
-			} else {
-				s.DuplicatesSuppressed++
-			}
 		case obs.Acked[snd.ID]:
 			s.Lost++
 			s.LostSends = append(s.LostSends, snd.ID+" (deleted from the main queue, but its key has no side effect and it is not at the operator queue)")
@@ -326,10 +352,11 @@ type history struct {
 	completedAt map[string]time.Time
 	completedBy map[[2]string]bool // {key, request id}: completion accepted
 	failedBy    map[[2]string]bool // {key, request id}: completion refused
+	faulted     map[string]bool    // keys whose COMPLETED write -chaos faulted
 }
 
 func newHistory(obs Observed) history {
-	h := history{invocations: obs.Invocations, completedAt: map[string]time.Time{}, completedBy: map[[2]string]bool{}, failedBy: map[[2]string]bool{}}
+	h := history{invocations: obs.Invocations, completedAt: map[string]time.Time{}, completedBy: map[[2]string]bool{}, failedBy: map[[2]string]bool{}, faulted: obs.FaultedCompletions}
 	for _, c := range obs.Completions {
 		id := [2]string{c.Key, c.RequestID}
 		if !c.OK {
@@ -359,30 +386,110 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 			}
 		}
 	}
+	wk.Injected = true
 	for i, e := range es[:len(es)-1] {
 		next := es[i+1]
 		inv, known := h.invocations[e.RequestID]
 		var cause string
+		injected := false
 		switch id := [2]string{k.ID, e.RequestID}; {
 		case !known:
 			return wk, fmt.Sprintf("side effect #%d came from invocation %q, which no event source mapping reported", e.Seq, e.RequestID)
 		case h.completedBy[id]:
 			return wk, fmt.Sprintf("invocation %s recorded the completion of side effect #%d, yet #%d followed", e.RequestID, e.Seq, next.Seq)
 		case inv.Abandoned && e.Crash:
-			cause, wk.Injected = "abandoned at its timeout: crash injected by -crash", true
+			cause, injected = "abandoned at its timeout: crash injected", true
 		case inv.Abandoned:
-			cause = "abandoned at its timeout"
+			cause = "abandoned at its timeout, with no crash injected: the machine was too slow for it"
+		case h.failedBy[id] && h.faulted[k.ID]:
+			cause, injected = "its COMPLETED write failed: -chaos injected a fault into it", true
 		case h.failedBy[id]:
-			cause = "its COMPLETED write failed"
+			cause = "its COMPLETED write failed, with no fault injected: it ran out of time"
 		default:
 			return wk, fmt.Sprintf("invocation %s made side effect #%d and ended without recording its completion, and #%d followed", e.RequestID, e.Seq, next.Seq)
 		}
 		if gap := next.At.Sub(inv.Started); gap < lockHold {
 			return wk, fmt.Sprintf("side effect #%d came %s after invocation %s started, before its lock (held at least %s) could expire", next.Seq, gap.Round(time.Millisecond), e.RequestID, lockHold)
 		}
-		wk.Causes = append(wk.Causes, WindowCause{RequestID: e.RequestID, Cause: cause})
+		wk.Causes = append(wk.Causes, WindowCause{RequestID: e.RequestID, Cause: cause, Injected: injected})
+		wk.Injected = wk.Injected && injected
 	}
 	return wk, ""
+}
+
+// invocationStats counts the processor's invocations. An abandoned one that
+// made a crash key's side effect is the demo's injected crash; any other
+// reached its timeout because the machine was slower than the timings.
+func invocationStats(invs map[string]InvocationInfo, ledger []Entry, t Timings) InvocationStats {
+	crashed := map[string]bool{}
+	for _, e := range ledger {
+		if e.Crash {
+			crashed[e.RequestID] = true
+		}
+	}
+	st := InvocationStats{Total: len(invs), TimeoutSeconds: t.FunctionTimeoutSeconds}
+	for id, inv := range invs {
+		switch {
+		case inv.Abandoned && crashed[id]:
+			st.TimedOut++
+			st.TimedOutCrash++
+		case inv.Abandoned:
+			st.TimedOut++
+		default:
+			st.LongestSeconds = max(st.LongestSeconds, inv.Duration.Seconds())
+		}
+	}
+	return st
+}
+
+// checkInjected fails the run for duplicates that no injected fault
+// explains: the documented window opened by the demo's own timings (an
+// invocation abandoned at its timeout, a completion write out of time) is
+// not what the demo exists to show, and a user must not read it as OK.
+func (s *Summary) checkInjected() {
+	var keys []string
+	for _, k := range s.Window.Keys {
+		if !k.Injected {
+			keys = append(keys, k.Key)
+		}
+	}
+	if len(keys) > 0 {
+		const most = 10
+		named := strings.Join(keys[:min(len(keys), most)], ", ")
+		if len(keys) > most {
+			named += fmt.Sprintf(" and %d more", len(keys)-most)
+		}
+		s.Violations = append(s.Violations, fmt.Sprintf("%d keys had a duplicate side effect that no injected fault explains (%s): an invocation the demo did not mean to kill lost its completion", len(keys), named))
+	}
+	slow := s.Invocations.TimedOut - s.Invocations.TimedOutCrash
+	if len(s.Violations) == 0 || (slow == 0 && s.Records.NotStarted == 0 && len(keys) == 0) {
+		return
+	}
+	var signs []string
+	if slow > 0 {
+		signs = append(signs, fmt.Sprintf("%d invocations reached their %s function timeout without an injected crash", slow, secs(s.Invocations.TimeoutSeconds)))
+	}
+	if s.Records.NotStarted > 0 {
+		signs = append(signs, fmt.Sprintf("%d records were not started because their invocation's time ran short", s.Records.NotStarted))
+	}
+	if len(keys) > 0 {
+		signs = append(signs, fmt.Sprintf("%d keys ran twice because such an invocation could not record its completion", len(keys)))
+	}
+	s.Headroom = strings.Join(signs, "; ") + ". " +
+		"This machine is slower than the demo's timings assume (moto_server is one Python process; other CPU-bound work starves it). " +
+		"An invocation that runs out of time leaves its key's lock to expire, and the next delivery runs the side effect again: " +
+		"the duplicate window sqs-once documents (README, \"Guarantees and their limits\", 1), here caused by the timings, not by a fault the demo injected. " +
+		fmt.Sprintf("Run again with more headroom: -function-timeout %s (the lock and visibility timeouts follow it).", suggestTimeout(s.Invocations.TimeoutSeconds))
+}
+
+// suggestTimeout is a function timeout with more headroom than t seconds.
+func suggestTimeout(t float64) string {
+	return secs(min(max(2.5*t, 15), maxFunctionTimeout.Seconds()))
+}
+
+// secs writes seconds as a duration flag would take them.
+func secs(t float64) string {
+	return time.Duration(t * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 // finish adds the invariants common to both modes, lost and drained, and
@@ -470,6 +577,7 @@ func (s Summary) Render() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	s.renderSetup(p)
+	s.renderChaos(p)
 	s.renderOutcomes(p)
 	s.renderVerdict(p)
 	return b.String()
@@ -493,11 +601,11 @@ func (s Summary) renderSetup(p printer) {
 	if t.LockTimeoutSeconds == 0 {
 		lock = "the invocation's deadline + 5 s"
 	}
-	p("  visibility timeout %d s, function timeout %d s, lock timeout %s, maxReceiveCount %d, MaxAttempts %d, replay backoff %s jitter base %g s rate %g cap %d s",
-		t.VisibilityTimeoutSeconds, t.FunctionTimeoutSeconds, lock, t.MaxReceiveCount,
+	p("  visibility timeout %d s, function timeout %s, lock timeout %s, maxReceiveCount %d, MaxAttempts %d, replay backoff %s jitter base %g s rate %g cap %d s",
+		t.VisibilityTimeoutSeconds, secs(t.FunctionTimeoutSeconds), lock, t.MaxReceiveCount,
 		t.MaxAttempts, t.Jitter, t.BackoffBaseSeconds, t.BackoffRate, t.MaxDelaySeconds)
 	if s.Mode == "local" {
-		p("  (demo timings: the main queue's visibility timeout is set after the deploy; the template ties it to 6 x the function timeout + the batching window)")
+		p("  (demo timings: the main queue's and the DLQ's visibility timeout are set after the deploy; the template ties each to 6 x its consumer's timeout + the batching window)")
 	}
 	if len(s.Adaptations) > 0 {
 		p("  moto_server differs from CloudFormation in %d places, each handled or noted by samstack (alarms not created, ...): see -json \"adaptations\"", len(s.Adaptations))
@@ -545,9 +653,8 @@ func (s Summary) renderOutcomes(p printer) {
 		if se.Exhausted > 0 {
 			p("  retries ran out     %d processable keys never ran: every copy is at the operator queue (-max-receive-count/-max-attempts)", se.Exhausted)
 		}
-		p("  more than once      %d keys: %d inside the documented window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
-		p("processed             %d messages ran the handler to completion", s.Processed)
-		p("duplicates suppressed %d re-sent messages deleted without running the handler", s.DuplicatesSuppressed)
+		p("  more than once      %d keys: %d inside the duplicate window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
+		s.renderRuntime(p)
 		p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
 		p("replays               %d sent back to the main queue by the DLQ replayer; %d keys succeeded on a replay", s.Replays.Total, s.Replays.Rescued)
 		for _, a := range s.Replays.ByAttempt {
@@ -571,21 +678,48 @@ func (s Summary) renderOutcomes(p printer) {
 	}
 	p("left in queues        %d  [%s]", left, mark(left == 0))
 	p("")
-	if len(s.Window.Keys) > 0 {
-		p("documented window     %d keys had a second side effect, each explained: the side effect before it", len(s.Window.Keys))
-		p("                      never had its completion recorded (its invocation was abandoned at its timeout,")
-		p("                      or its COMPLETED write failed), and the next one came only once that lock could")
-		p("                      have expired. sqs-once cannot close this window: see the README,")
-		p("                      \"Guarantees and their limits\", 1.")
-		for _, k := range s.Window.Keys {
-			causes := make([]string, len(k.Causes))
-			for i, c := range k.Causes {
-				causes[i] = fmt.Sprintf("invocation %s %s", c.RequestID, c.Cause)
-			}
-			p("  %-19s %d side effects; %s", k.Key, k.SideEffects, strings.Join(causes, "; "))
+	s.renderWindow(p)
+}
+
+// renderWindow is the keys with more than one side effect and what caused
+// each: a fault the demo injected, or its own timings (which fails the run).
+func (s Summary) renderWindow(p printer) {
+	if len(s.Window.Keys) == 0 {
+		if s.Mode == "local" && s.Target == nil {
+			p("duplicate window      not hit: no key had a second side effect")
 		}
-	} else if s.Mode == "local" && s.Target == nil {
-		p("documented window     not hit: no key had a second side effect (%d invocations abandoned at their timeout)", s.Abandoned)
+		return
+	}
+	injected := 0
+	for _, k := range s.Window.Keys {
+		if k.Injected {
+			injected++
+		}
+	}
+	p("duplicate window      %d keys had a second side effect: the side effect before it never had its", len(s.Window.Keys))
+	p("                      completion recorded, and the next came only once its lock could have expired")
+	p("                      (README, \"Guarantees and their limits\", 1). %d were caused by a fault the demo", injected)
+	p("                      injected (-crash, -chaos); %d by nothing it injected  [%s]", len(s.Window.Keys)-injected, mark(injected == len(s.Window.Keys)))
+	for _, k := range s.Window.Keys {
+		causes := make([]string, len(k.Causes))
+		for i, c := range k.Causes {
+			causes[i] = fmt.Sprintf("invocation %s %s", c.RequestID, c.Cause)
+		}
+		p("  %-19s %d side effects; %s", k.Key, k.SideEffects, strings.Join(causes, "; "))
+	}
+}
+
+// renderRuntime is the processor's invocations and per-record outcomes.
+func (s Summary) renderRuntime(p printer) {
+	iv, r := s.Invocations, s.Records
+	p("invocations           %d of the processor; the longest that ended in time took %.1f s of its %s timeout", iv.Total, iv.LongestSeconds, secs(iv.TimeoutSeconds))
+	p("  timed out           %d: %d crashes the demo injected, %d it did not  [%s]", iv.TimedOut, iv.TimedOutCrash, iv.TimedOut-iv.TimedOutCrash, mark(iv.TimedOut == iv.TimedOutCrash))
+	p("records               the lock's answer for each record delivered, as the processor logged it")
+	p("  processed           %d ran the handler to completion (%d of them without their completion recorded)", r.Processed+r.Unrecorded, r.Unrecorded)
+	p("  duplicate           %d answered \"duplicate\": deleted without running the handler", r.Duplicate)
+	p("  in progress         %d answered \"in progress\": another invocation held the key; retried", r.InProgress)
+	if r.NotStarted > 0 {
+		p("  not started         %d: their invocation's time ran short; retried", r.NotStarted)
 	}
 }
 
@@ -600,6 +734,9 @@ func (s Summary) renderVerdict(p printer) {
 	}
 	for _, v := range s.Violations {
 		p("VIOLATION: %s", v)
+	}
+	if s.Headroom != "" {
+		p("why: %s", s.Headroom)
 	}
 	if s.Logs != "" {
 		p("function logs         %s", s.Logs)

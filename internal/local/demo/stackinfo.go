@@ -136,7 +136,7 @@ func (s *stackInfo) timings() Timings {
 	b := s.replayCfg.Backoff
 	return Timings{
 		VisibilityTimeoutSeconds: int(s.visibility / time.Second),
-		FunctionTimeoutSeconds:   int(s.processor.Timeout / time.Second),
+		FunctionTimeoutSeconds:   s.processor.Timeout.Seconds(),
 		LockTimeoutSeconds:       int(s.processorCfg.LockTimeout / time.Second),
 		MaxReceiveCount:          s.maxReceiveCount,
 		MaxAttempts:              s.replayCfg.MaxAttempts,

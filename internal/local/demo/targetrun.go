@@ -52,7 +52,7 @@ func (r *localRun) evaluateTarget(ctx context.Context) (Summary, error) {
 	if left["target"], err = queueDepth(ctx, r.api, r.target.url); err != nil {
 		return Summary{}, err
 	}
-	obs := r.tracker.Snapshot()
+	obs := r.observed()
 	obs.Left = left
 	obs.Elapsed = time.Since(r.start)
 	sum := SummarizeTarget(r.w, landings, obs, r.forwards.Snapshot(), TargetEvaluation{

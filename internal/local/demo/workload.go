@@ -120,7 +120,7 @@ func NewWorkload(spec WorkloadSpec, seed uint64, runID string) (Workload, error)
 			// Alternate short outages (retried through the visibility
 			// timeout) with long ones that outlast maxReceiveCount and are
 			// rescued by a replay.
-			w.Keys[i].Failures = 2
+			w.Keys[i].Failures = max(1, min(2, spec.MaxReceiveCount-1))
 			if transient%2 == 1 {
 				w.Keys[i].Failures = spec.MaxReceiveCount
 			}

@@ -432,7 +432,7 @@ func TestRandomFaultsAreReproducible(t *testing.T) {
 		var seq []string
 		p := startProxy(t,
 			faultproxy.WithRandom(rates, rand.New(rand.NewPCG(seed, 0))),
-			faultproxy.WithObserver(func(op string, f faultproxy.Fault) {
+			faultproxy.WithObserver(func(op string, _ []byte, f faultproxy.Fault) {
 				mu.Lock()
 				defer mu.Unlock()
 				seq = append(seq, op+":"+f.String())

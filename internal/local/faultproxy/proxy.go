@@ -41,7 +41,7 @@ type Proxy struct {
 	served    chan struct{}
 	stop      context.CancelFunc
 	closeOnce sync.Once
-	observe   func(op string, f Fault)
+	observe   func(op string, body []byte, f Fault)
 
 	mu      sync.Mutex
 	scripts []*script
@@ -75,7 +75,7 @@ type Option func(*options)
 type options struct {
 	rates   Rates
 	rng     *rand.Rand
-	observe func(op string, f Fault)
+	observe func(op string, body []byte, f Fault)
 }
 
 // WithRandom injects faults at random, at the given rates, into requests that
@@ -86,9 +86,11 @@ func WithRandom(r Rates, rng *rand.Rand) Option {
 	return func(o *options) { o.rates, o.rng = r, rng }
 }
 
-// WithObserver calls fn with every request's operation and fault, as they are
-// decided and before they are applied. fn may be called concurrently.
-func WithObserver(fn func(op string, f Fault)) Option {
+// WithObserver calls fn with every request's operation, body and fault, as
+// they are decided and before they are applied, so that a caller can tell
+// which item or message a fault hit. fn may be called concurrently and must
+// not keep body.
+func WithObserver(fn func(op string, body []byte, f Fault)) Option {
 	return func(o *options) { o.observe = fn }
 }
 
@@ -263,7 +265,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := identify(r, body)
 	f := p.decide(c.op, body)
 	if p.observe != nil {
-		p.observe(c.op, f)
+		p.observe(c.op, body, f)
 	}
 	kind, d := f.parts()
 	a, _ := f.(answer)

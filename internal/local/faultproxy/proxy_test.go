@@ -103,7 +103,7 @@ func TestCloseEndsADelayWithoutForwarding(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached <- struct{}{} }))
 	defer upstream.Close()
 	decided := make(chan struct{})
-	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(string, faultproxy.Fault) { close(decided) }))
+	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(string, []byte, faultproxy.Fault) { close(decided) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,5 +138,41 @@ func TestCloseEndsADelayWithoutForwarding(t *testing.T) {
 	}
 	if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestObserverSeesTheRequestBody: the observer gets each request's operation
+// and the body as sent, which is how a caller tells which item a fault hit.
+func TestObserverSeesTheRequestBody(t *testing.T) {
+	t.Parallel()
+	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer upstream.Close()
+	type seen struct {
+		op, body string
+		kind     faultproxy.Kind
+	}
+	got := make(chan seen, 1)
+	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(op string, body []byte, f faultproxy.Fault) {
+		got <- seen{op, string(body), faultproxy.KindOf(f)}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Script("UpdateItem", faultproxy.FailBefore)
+	const body = `{"TableName":"t","Key":{"id":{"S":"p#order-1"}}}`
+	req, err := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.UpdateItem")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := <-got; s != (seen{"UpdateItem", body, faultproxy.FailBefore}) {
+		t.Errorf("observed %+v", s)
 	}
 }

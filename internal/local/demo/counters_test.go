@@ -1,0 +1,85 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"maps"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+)
+
+// TestOutcomeCounterCountsEachRecordOnce logs as the processor does (the
+// outcome set with With on a record's logger, or on the line itself) and
+// checks that each record's outcome is counted once, a failure's second line
+// (an unreleased lock) and lines inside a group not at all.
+func TestOutcomeCounterCountsEachRecordOnce(t *testing.T) {
+	t.Parallel()
+	got := map[string]int{}
+	log := slog.New(newOutcomeCounter(slog.NewJSONHandler(io.Discard, nil), func(o string) { got[o]++ }))
+	ctx := context.Background()
+	record := log.With("messageId", "m1", "key", "k1")
+	record.With("outcome", "processed").InfoContext(ctx, "record processed")
+	record.With("outcome", "duplicate").InfoContext(ctx, "duplicate suppressed")
+	record.With("outcome", "duplicate").InfoContext(ctx, "duplicate suppressed")
+	failed := record.With("outcome", "failed")
+	failed.WarnContext(ctx, "lock not released; it expires on its own")
+	failed.WarnContext(ctx, "record failed; retried later")
+	log.WarnContext(ctx, "record not started", "messageId", "m2", "outcome", "not-started")
+	record.With("outcome", "processed-unrecorded").ErrorContext(ctx, "record processed but its completion was not recorded")
+	record.With("outcome", "in-progress").InfoContext(ctx, "record in progress elsewhere")
+	log.WithGroup("target").InfoContext(ctx, "an answer", "outcome", "processed")
+	log.InfoContext(ctx, "no outcome at all")
+	want := map[string]int{"processed": 1, "duplicate": 2, "not-started": 1, "processed-unrecorded": 1, "in-progress": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("counted %v, want %v", got, want)
+	}
+}
+
+// TestChaosLogNamesFaultedCompletions: only a fault in an UpdateItem that
+// sets COMPLETED marks its record; the acquire (which names COMPLETED in its
+// condition and asks for the old item), a delay and a pass do not.
+func TestChaosLogNamesFaultedCompletions(t *testing.T) {
+	t.Parallel()
+	body := func(in *dynamodb.UpdateItemInput) []byte {
+		t.Helper()
+		raw, err := json.Marshal(map[string]any{
+			"Key":                       map[string]map[string]string{dedupe.AttrID: {"S": in.Key[dedupe.AttrID].(*ddbtypes.AttributeValueMemberS).Value}},
+			"ExpressionAttributeValues": map[string]map[string]string{":s": {"S": in.ExpressionAttributeValues[":s"].(*ddbtypes.AttributeValueMemberS).Value}},
+			"ReturnValues":              string(in.ReturnValues),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	update := func(id string, status dedupe.Status, rv ddbtypes.ReturnValue) *dynamodb.UpdateItemInput {
+		return &dynamodb.UpdateItemInput{
+			Key:                       map[string]ddbtypes.AttributeValue{dedupe.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: string(status)}},
+			ReturnValues:              rv,
+		}
+	}
+	c := newChaosLog()
+	c.observe("UpdateItem", body(update("p#completed", dedupe.StatusCompleted, "")), faultproxy.FailAfter)
+	c.observe("UpdateItem", body(update("p#acquired", dedupe.StatusCompleted, ddbtypes.ReturnValueAllOld)), faultproxy.ResetAfter)
+	c.observe("UpdateItem", body(update("p#delayed", dedupe.StatusCompleted, "")), faultproxy.Delay(1))
+	c.observe("UpdateItem", body(update("p#passed", dedupe.StatusCompleted, "")), faultproxy.Pass)
+	c.observe("SendMessageBatch", []byte(`{}`), faultproxy.Throttle)
+	for id, want := range map[string]bool{"p#completed": true, "p#acquired": false, "p#delayed": false, "p#passed": false} {
+		if got := c.hitCompletion(id); got != want {
+			t.Errorf("%s: faulted completion %v, want %v", id, got, want)
+		}
+	}
+	st := c.stats(ChaosHeavy, 3)
+	if st.Calls != 5 || st.Faults["FailAfter"] != 1 || st.Faults["ResetAfter"] != 1 || st.Faults["Delay"] != 1 || st.Faults["Throttle"] != 1 ||
+		st.ByOp["SendMessageBatch"]["Throttle"] != 1 || st.CompletionFaults != 1 || st.Crashes != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}

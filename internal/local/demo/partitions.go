@@ -1,0 +1,158 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+)
+
+// dynamoPartitions is how many moto_servers hold the idempotency table's
+// items. moto is one Python process, and its DynamoDB conditional updates
+// (about 10 ms of CPU each, two per record) are most of the demo's work: on
+// a busy two-core machine one process would get a fraction of one core. The
+// items are spread over partitions by a hash of their key, as DynamoDB
+// spreads them, so every write of one item reaches the same server and stays
+// atomic there.
+const dynamoPartitions = 2
+
+// partitioned routes each UpdateItem to its item's partition.
+type partitioned []dedupe.DynamoAPI
+
+var _ dedupe.DynamoAPI = partitioned(nil)
+
+func (p partitioned) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return p[partitionOf(in.Key, len(p))].UpdateItem(ctx, in, optFns...)
+}
+
+// partitionOf is the partition of the item with key (the table's id).
+func partitionOf(key map[string]ddbtypes.AttributeValue, n int) int {
+	h := fnv.New32a()
+	_, _ = io.WriteString(h, recordID(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// startPartitions starts the partitions' moto_servers, side by side. stop
+// ends every one started, also after an error.
+func startPartitions(ctx context.Context) (urls []string, stop func(), err error) {
+	type started struct {
+		srv *motoserver.Server
+		err error
+	}
+	out := make(chan started, dynamoPartitions)
+	for range dynamoPartitions {
+		go func() {
+			srv, err := motoserver.Start(ctx)
+			out <- started{srv, err}
+		}()
+	}
+	var servers []*motoserver.Server
+	var errs []error
+	for range dynamoPartitions {
+		s := <-out
+		if s.err != nil {
+			errs = append(errs, s.err)
+			continue
+		}
+		servers = append(servers, s.srv)
+		urls = append(urls, s.srv.URL)
+	}
+	stop = func() {
+		for _, s := range servers {
+			s.Stop()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("start the DynamoDB partitions: %w", err)
+	}
+	return urls, stop, nil
+}
+
+// tableAPI is what copyTable calls.
+type tableAPI interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+// tableCreator is what copyTable calls on a partition.
+type tableCreator interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+// copyTable creates the table the stack created (its key schema and
+// attribute definitions, its TTL) on a partition's server.
+func copyTable(ctx context.Context, from tableAPI, to tableCreator, table string) error {
+	desc, err := from.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("describe the stack's table %s: %w", table, err)
+	}
+	if _, err := to.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		KeySchema:            desc.Table.KeySchema,
+		AttributeDefinitions: desc.Table.AttributeDefinitions,
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+	}); err != nil {
+		return fmt.Errorf("create the table %s on a DynamoDB partition: %w", table, err)
+	}
+	ttl, err := from.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("read the TTL of %s: %w", table, err)
+	}
+	if d := ttl.TimeToLiveDescription; d != nil && d.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabled {
+		if _, err := to.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(table),
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: d.AttributeName, Enabled: aws.Bool(true)},
+		}); err != nil {
+			return fmt.Errorf("set the TTL of %s on a DynamoDB partition: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// partitionClients is the processor's DynamoDB client: one client per
+// partition URL (or the stack's own server when there are none), each with
+// its conditional writes made atomic per item, and with -chaos behind a
+// fault proxy of its own. The table is copied to each partition first.
+func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (dedupe.DynamoAPI, func(), error) {
+	if len(urls) == 0 {
+		cfg, closeProxy, err := pipelineConfig(awsCfg, aws.ToString(awsCfg.BaseEndpoint), opts, chaos, 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		return motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg)), closeProxy, nil
+	}
+	from := dynamodb.NewFromConfig(awsCfg)
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	parts := make(partitioned, len(urls))
+	for i, u := range urls {
+		direct := awsCfg.Copy()
+		direct.BaseEndpoint = aws.String(u)
+		if err := copyTable(ctx, from, dynamodb.NewFromConfig(direct), table); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		cfg, closeProxy, err := pipelineConfig(awsCfg, u, opts, chaos, uint64(1+i))
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, closeProxy)
+		parts[i] = motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg))
+	}
+	return parts, closeAll, nil
+}
