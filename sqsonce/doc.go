@@ -26,6 +26,12 @@
 // and reads its partial batch response; "sqs:", "sns:" and "events:" send
 // each key's message on once (ExampleConfig_target).
 //
+// Config.Metrics (standard output with FromEnv) receives the processor's
+// metrics once per invocation, in CloudWatch's embedded metric format:
+// records processed, duplicates, failures by reason, and the completions
+// that could not be recorded and the locks lost, each a side effect that may
+// run twice. No CloudWatch API call: CloudWatch Logs extracts them.
+//
 // The event source mapping must report batch item failures
 // (FunctionResponseTypes: [ReportBatchItemFailures]): Handle answers with a
 // partial batch response.

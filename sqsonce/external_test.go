@@ -26,6 +26,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/lambdaruntime"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/metrics/metricstest"
 )
 
 // ordersExampleDir is the program outside the module: its own go.mod, which
@@ -114,6 +115,9 @@ func TestExternalProgramUnderLambdaRuntime(t *testing.T) {
 		// charged is how many times the handler charged A-1001 in this
 		// process: the side effect itself, counted from its log.
 		charged int
+		// metrics are the sums of the EMF lines the process wrote to its
+		// standard output (FromEnv's default), as CloudWatch would show.
+		metrics map[string]float64
 	}{
 		{
 			name: "first process",
@@ -128,6 +132,8 @@ func TestExternalProgramUnderLambdaRuntime(t *testing.T) {
 					calls: map[string]int{"SendMessageBatch": 1}, reason: "payload-mismatch"},
 			},
 			charged: 1,
+			metrics: map[string]float64{"Processed": 1, "Duplicate": 1, "Failed": 1, "Failed/handler-error": 1,
+				"ForwardedToOperator": 2, "ForwardedToOperator/permanent-error": 1, "ForwardedToOperator/payload-mismatch": 1},
 		},
 		{
 			// A second execution environment: a cold start, nothing cached.
@@ -139,6 +145,7 @@ func TestExternalProgramUnderLambdaRuntime(t *testing.T) {
 				{name: "re-sent order again, the cache warmed by the last", body: order, calls: map[string]int{}},
 			},
 			charged: 0,
+			metrics: map[string]float64{"Duplicate": 2, "ForwardedToOperator": 1, "ForwardedToOperator/payload-mismatch": 1},
 		},
 	}
 
@@ -227,6 +234,9 @@ func TestExternalProgramUnderLambdaRuntime(t *testing.T) {
 			if got := chargeLines(t, p.Output(), "A-1001"); got != proc.charged {
 				t.Errorf("A-1001 charged %d times in this process; want %d", got, proc.charged)
 			}
+			// One set of metrics per invocation, named after the function.
+			docs := metricstest.Check(t, metricstest.Lines(p.Output()), processorSpec("orders", started, time.Now(), len(proc.steps)))
+			metricstest.CheckSums(t, docs, "orders", proc.metrics)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -110,6 +111,16 @@ type Config struct {
 	// Logger receives one line per record. Nil: slog.Default() as it is
 	// when New is called (set your default logger first).
 	Logger *slog.Logger
+	// Metrics, when set, receives the processor's metrics at the end of
+	// each Handle: CloudWatch Embedded Metric Format lines (namespace
+	// sqs-once, dimension FunctionName) that CloudWatch Logs turns into
+	// metrics with no API call. Pass os.Stdout in a Lambda function, as
+	// cmd/processor and FromEnv do. Nil: no metrics. See the README's
+	// "Metrics" for what each metric means. Do writes none.
+	Metrics io.Writer
+	// MetricsFunctionName is the metrics' FunctionName dimension. Empty:
+	// the AWS_LAMBDA_FUNCTION_NAME Lambda sets, else KeyPrefix.
+	MetricsFunctionName string
 }
 
 // The operator queue's vocabulary: the attributes a forwarded message
@@ -179,7 +190,7 @@ func New(cfg Config, h Handler) (*Processor, error) {
 		if h != nil {
 			return nil, &processor.ConfigError{Field: "Target", Msg: "set together with a Handler: choose one (pass a nil Handler)"}
 		}
-		ph, err := processor.NewHandlerWith(pc, cfg.AWS, nil, cfg.Logger)
+		ph, err := processor.NewHandlerWith(pc, cfg.AWS, cfg.deps(nil))
 		if err != nil {
 			return nil, err
 		}
@@ -190,23 +201,31 @@ func New(cfg Config, h Handler) (*Processor, error) {
 		// Never called: Handle refuses first.
 		business = func(context.Context, events.SQSMessage) error { return ErrNoHandler }
 	}
-	ph, err := processor.NewHandlerWith(pc, cfg.AWS, business, cfg.Logger)
+	ph, err := processor.NewHandlerWith(pc, cfg.AWS, cfg.deps(business))
 	if err != nil {
 		return nil, err
 	}
 	return &Processor{h: ph, noHandler: h == nil}, nil
 }
 
+// deps are the processor's collaborators other than the SDK clients.
+func (c Config) deps(business processor.Business) processor.Deps {
+	return processor.Deps{Business: business, Logger: c.Logger, Metrics: c.Metrics, FunctionName: c.MetricsFunctionName}
+}
+
 // FromEnv builds a Processor from the environment variables the deployed
 // function reads (see Config, and the README's "Processor configuration"),
-// and the SDK configuration from the default chain. An invalid variable is
-// an error naming it. It is ConfigFromEnv(os.LookupEnv), the AWS
-// configuration from config.LoadDefaultConfig, and New.
+// and the SDK configuration from the default chain, with metrics on
+// standard output as the deployed function writes them. An invalid
+// variable is an error naming it. It is ConfigFromEnv(os.LookupEnv), the
+// AWS configuration from config.LoadDefaultConfig, Metrics = os.Stdout, and
+// New.
 func FromEnv(ctx context.Context, h Handler) (*Processor, error) {
 	cfg, err := ConfigFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Metrics = os.Stdout
 	if cfg.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return nil, fmt.Errorf("sqsonce: load the AWS configuration: %w", err)
 	}

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sqs-once/sqs-once/internal/lambdamain"
@@ -12,6 +14,7 @@ import (
 
 func main() {
 	lambdamain.Run(replay.LoadConfig, func(cfg replay.Config, awsCfg aws.Config) (any, error) {
-		return replay.NewHandler(cfg, awsCfg).Handle, nil
+		// CloudWatch Logs extracts the metrics from the function's output.
+		return replay.NewHandlerWith(cfg, awsCfg, replay.Deps{Metrics: os.Stdout}).Handle, nil
 	})
 }

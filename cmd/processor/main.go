@@ -34,7 +34,7 @@ func main() {
 }
 
 // newProcessor is sqsonce.FromEnv, with handleMessage only when no TARGET
-// takes the records.
+// takes the records (and so, like FromEnv, with metrics on standard output).
 func newProcessor(ctx context.Context) (*sqsonce.Processor, error) {
 	cfg, err := sqsonce.ConfigFromEnv(os.LookupEnv)
 	if err != nil {
@@ -43,6 +43,8 @@ func newProcessor(ctx context.Context) (*sqsonce.Processor, error) {
 	if cfg.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
+	// CloudWatch Logs extracts the metrics from the function's output.
+	cfg.Metrics = os.Stdout
 	var h sqsonce.Handler = handleMessage
 	if cfg.Target != "" {
 		h = nil

@@ -63,9 +63,10 @@ func (h *Handler) deliver(ctx context.Context, b budget, records []events.SQSMes
 // acquireUnit takes the locks of a unit's records in order. A record that
 // is neither held nor a duplicate ends the unit (walkUnit).
 func (h *Handler) acquireUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, holds []*held, outcomes []outcome) {
-	h.walkUnit(ctx, b, records, unit, func(i int) bool {
+	h.walkUnit(ctx, b, records, unit, outcomes, func(i int) bool {
 		key, log, ok := h.key(ctx, records[i])
 		if !ok {
+			outcomes[i] = retried(FailureNoKey)
 			return false
 		}
 		hold, res := h.guard.Acquire(ctx, key, h.payloadHash(records[i]))
@@ -114,7 +115,7 @@ func (h *Handler) finish(ctx context.Context, hd *held, err error) outcome {
 		lease := hd.hold.Abandon()
 		hd.log.ErrorContext(ctx, "record's delivery has an unknown outcome (the target may have acted); its lock is kept until it expires, then the message is delivered again: a duplicate if the target had acted",
 			"outcome", "delivery-unknown", "fence", lease.Fence, "lockExpiresAt", lease.LockExpiresAt, "error", err)
-		return outcome{verdict: retry}
+		return retried(FailureDeliveryUnknown)
 	}
 	return h.report(ctx, hd.log, hd.hold.Finish(ctx, err))
 }

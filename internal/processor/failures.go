@@ -87,20 +87,21 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 		i := index[e.RecordID]
 		if err, ok := failed[e.RecordID]; ok {
 			h.log.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
-			outcomes[i].verdict = retry
+			outcomes[i].verdict, outcomes[i].metric, outcomes[i].failure = retry, MetricFailed, FailureForward
 			continue
 		}
 		h.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", outcomes[i].reason)
-		outcomes[i].verdict = done
+		outcomes[i].verdict, outcomes[i].metric = done, MetricForwardedToOperator
 	}
 }
 
 // delayRetries hides failed records for a backoff that grows with their
-// receive count. A failure here only costs the backoff: the records are
-// retried after the queue's own visibility timeout.
-func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) {
+// receive count, and returns how many SQS confirmed. A failure here only
+// costs the backoff: the records are retried after the queue's own
+// visibility timeout.
+func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) (applied int) {
 	if h.cfg.FailureBackoffBase <= 0 || len(failed) == 0 {
-		return
+		return 0
 	}
 	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
 		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
@@ -139,15 +140,19 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 			h.log.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
 				"code", aws.ToString(f.Code), "error", aws.ToString(f.Message))
 		}
+		// Only SQS's word counts: an entry it lists as neither failed nor
+		// successful was not confirmed.
 		for _, ok := range out.Successful {
 			i, _ := strconv.Atoi(aws.ToString(ok.Id))
 			for _, e := range in.Entries {
 				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
 					h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+					applied++
 				}
 			}
 		}
 	}
+	return applied
 }
 
 // chunks yields consecutive records of one queue, at most n at a time. All

@@ -1,11 +1,13 @@
 package processor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -63,6 +65,14 @@ type Deps struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Logger receives one line per record; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, receives the invocation's CloudWatch Embedded
+	// Metric Format lines at the end of each Handle (see metrics.go); nil
+	// writes none. The Lambda function passes its standard output, which
+	// CloudWatch Logs reads the metrics from.
+	Metrics io.Writer
+	// FunctionName is the metrics' FunctionName dimension. Empty: the
+	// AWS_LAMBDA_FUNCTION_NAME Lambda sets, else the key prefix.
+	FunctionName string
 }
 
 // Handler consumes one queue's Lambda SQS events.
@@ -76,6 +86,9 @@ type Handler struct {
 	rand     func() float64
 	backoff  jitter.Policy
 	log      *slog.Logger
+	metrics  io.Writer
+	// functionName is the metrics' FunctionName dimension.
+	functionName string
 	// queueChecked makes checkQueue run once per execution environment.
 	queueChecked sync.Once
 }
@@ -83,20 +96,19 @@ type Handler struct {
 // NewHandler builds the handler with SDK clients from awsCfg, whose retries
 // back off at most retrybudget.MaxBackoff and end when the call's time is up.
 func NewHandler(cfg Config, awsCfg aws.Config, business Business) (*Handler, error) {
-	return NewHandlerWith(cfg, awsCfg, business, nil)
+	return NewHandlerWith(cfg, awsCfg, Deps{Business: business})
 }
 
-// NewHandlerWith is NewHandler with a logger (nil: slog.Default()). With
-// cfg.Target set, business must be nil: the target receives the records.
-func NewHandlerWith(cfg Config, awsCfg aws.Config, business Business, logger *slog.Logger) (*Handler, error) {
-	d := Deps{
-		DynamoDB: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
-		SQS:      sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
-		Business: business,
-		Logger:   logger,
-	}
+// NewHandlerWith is New with the DynamoDB and SQS clients, and the Target
+// of cfg.Target, built from awsCfg as NewHandler builds them; d gives the
+// rest (Business, Logger, Metrics, ...). With cfg.Target set, d.Business
+// must be nil: the target receives the records.
+func NewHandlerWith(cfg Config, awsCfg aws.Config, d Deps) (*Handler, error) {
+	d.DynamoDB = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+	d.SQS = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+	logger := d.Logger
 	if cfg.Target != "" {
-		if business != nil {
+		if d.Business != nil {
 			return nil, &ConfigError{Field: "Target", Msg: "set together with a handler: choose one"}
 		}
 		spec, err := target.ParseSpec(cfg.Target)
@@ -146,6 +158,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.FunctionName == "" {
+		d.FunctionName = cmp.Or(os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), cfg.KeyPrefix)
+	}
 	var cache *dedupe.CompletedCache
 	if cfg.LocalCache > 0 {
 		cache = dedupe.NewCompletedCache(cfg.LocalCache)
@@ -161,13 +176,15 @@ func New(cfg Config, d Deps) (*Handler, error) {
 			After:        d.After,
 			Cache:        cache,
 		},
-		sqs:      budgetedSQS{d.SQS},
-		business: d.Business,
-		target:   d.Target,
-		now:      d.Now,
-		rand:     d.Rand,
-		backoff:  failureBackoff(cfg.FailureBackoffBase),
-		log:      d.Logger,
+		sqs:          budgetedSQS{d.SQS},
+		business:     d.Business,
+		target:       d.Target,
+		now:          d.Now,
+		rand:         d.Rand,
+		backoff:      failureBackoff(cfg.FailureBackoffBase),
+		log:          d.Logger,
+		metrics:      d.Metrics,
+		functionName: d.FunctionName,
 	}, nil
 }
 
@@ -185,6 +202,18 @@ const (
 type outcome struct {
 	verdict verdict
 	reason  string // the operator queue's sqs-once-reason, for toOperator
+	// metric is what the record counts as (metrics.go), failure the
+	// Reason of MetricFailed, and lockLost whether its lock was lost while
+	// its handler ran.
+	metric   string
+	failure  string
+	lockLost bool
+}
+
+// retried is the outcome of a record reported failed for reason (one of
+// the Failure constants), so SQS delivers it again.
+func retried(reason string) outcome {
+	return outcome{verdict: retry, metric: MetricFailed, failure: reason}
 }
 
 // Handle processes a batch and reports the records to retry. Per-record
@@ -218,7 +247,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, ev.Records[i])
 		}
 	}
-	h.delayRetries(ctx, failed)
+	backoffs := h.delayRetries(ctx, failed)
+	h.emitMetrics(ctx, outcomes, backoffs)
 	return resp, nil
 }
 
@@ -261,7 +291,7 @@ func orderedUnits(records []events.SQSMessage) [][]int {
 
 // runUnit processes a unit's records in order.
 func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome) {
-	h.walkUnit(ctx, b, records, unit, func(i int) bool {
+	h.walkUnit(ctx, b, records, unit, outcomes, func(i int) bool {
 		outcomes[i] = h.process(ctx, records[i])
 		return outcomes[i].verdict == done
 	})
@@ -271,8 +301,9 @@ func (h *Handler) runUnit(ctx context.Context, b budget, records []events.SQSMes
 // After a record that did not go on (a failure) the rest of the unit is
 // retried unprocessed: running them would break FIFO order. A record is not
 // started inside the reserve kept for the batch's last calls; it stays
-// failed, and SQS delivers it again.
-func (h *Handler) walkUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, step func(i int) bool) {
+// failed (its outcome the zero one, counted as not started), and SQS
+// delivers it again.
+func (h *Handler) walkUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome, step func(i int) bool) {
 	for n, i := range unit {
 		if left, ok := b.canStart(h.now()); !ok {
 			for _, j := range unit[n:] {
@@ -287,6 +318,7 @@ func (h *Handler) walkUnit(ctx context.Context, b budget, records []events.SQSMe
 		for _, j := range unit[n+1:] {
 			h.log.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
 				"blockedBy", records[i].MessageId)
+			outcomes[j] = retried(FailureGroupBlocked)
 		}
 		return
 	}
@@ -295,7 +327,7 @@ func (h *Handler) walkUnit(ctx context.Context, b budget, records []events.SQSMe
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) outcome {
 	key, log, ok := h.key(ctx, msg)
 	if !ok {
-		return outcome{verdict: retry}
+		return retried(FailureNoKey)
 	}
 	res := h.guard.DoPayload(ctx, key, h.payloadHash(msg), func(ctx context.Context) error { return h.business(ctx, msg) })
 	return h.report(ctx, log, res)
@@ -315,8 +347,15 @@ func (h *Handler) key(ctx context.Context, msg events.SQSMessage) (key string, l
 }
 
 // report logs what the lock protocol did with a record and decides its
-// fate in the batch response.
+// fate in the batch response, and what it counts as in the metrics.
 func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Result) outcome {
+	o := h.judge(ctx, log, res)
+	o.lockLost = res.LockLost || errors.Is(res.Err, dedupe.ErrLockLost)
+	return o
+}
+
+// judge is report's decision, from the lock protocol's result alone.
+func (h *Handler) judge(ctx context.Context, log *slog.Logger, res dedupe.Result) outcome {
 	log = log.With("outcome", res.Outcome.String())
 	if res.Fence > 0 {
 		log = log.With("fence", res.Fence)
@@ -328,7 +367,7 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Resul
 			msg = "record delivered to the target"
 		}
 		log.InfoContext(ctx, msg, "tookOver", res.TookOver)
-		return outcome{verdict: done}
+		return outcome{verdict: done, metric: MetricProcessed}
 	case dedupe.ProcessedUnrecorded:
 		if errors.Is(res.Err, dedupe.ErrLockLost) {
 			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise LOCK_TIMEOUT or make the handler stop when its context ends",
@@ -337,10 +376,10 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Resul
 			log.ErrorContext(ctx, "record processed but its completion was not recorded: a delivery of the same key after the lock expires would run it again (duplicate possible)",
 				"error", res.Err, "lockExpiresAt", res.LockExpiresAt)
 		}
-		return outcome{verdict: done}
+		return outcome{verdict: done, metric: MetricUnrecordedCompletion}
 	case dedupe.Duplicate:
 		log.InfoContext(ctx, "duplicate suppressed", "detail", res.Err, "cached", res.Cached)
-		return outcome{verdict: done}
+		return outcome{verdict: done, metric: MetricDuplicate}
 	case dedupe.PayloadMismatch:
 		if h.cfg.OperatorQueueURL != "" {
 			log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); forwarding to the operator queue",
@@ -349,19 +388,19 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Resul
 		}
 		log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); retried, and it reaches the dead-letter queue",
 			"error", res.Err)
-		return outcome{verdict: retry}
+		return retried(FailurePayloadMismatch)
 	case dedupe.InProgress:
 		if h.cfg.InProgress == InProgressDrop {
 			log.WarnContext(ctx, "record dropped: in progress elsewhere (IN_PROGRESS=drop)", "detail", res.Err)
-			return outcome{verdict: done}
+			return outcome{verdict: done, metric: MetricInProgressDropped}
 		}
 		log.InfoContext(ctx, "record in progress elsewhere; retried later", "detail", res.Err)
-		return outcome{verdict: retry}
+		return outcome{verdict: retry, metric: MetricInProgress}
 	case dedupe.Failed:
 		if res.LockLost {
 			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",
 				"error", res.Err)
-			return outcome{verdict: retry}
+			return retried(FailureLockLost)
 		}
 		if res.ReleaseErr != nil {
 			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.ReleaseErr)
@@ -376,15 +415,15 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, res dedupe.Resul
 		}
 		log.WarnContext(ctx, "record failed; retried later", "error", res.Err,
 			"permanent", IsPermanent(res.Err) || errors.Is(res.Err, target.ErrRefused))
-		return outcome{verdict: retry}
+		return retried(FailureHandler)
 	}
 	if errors.Is(res.Err, dedupe.ErrMisconfigured) {
 		log.ErrorContext(ctx, "record not processed: idempotency table misconfigured; check IDEMPOTENCY_TABLE, its key schema (id, string), KEY_PREFIX and the function's permissions",
 			"error", res.Err)
-	} else {
-		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
+		return retried(FailureStoreMisconfigured)
 	}
-	return outcome{verdict: retry}
+	log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.Err)
+	return retried(FailureStoreUnavailable)
 }
 
 // payloadHash is the SHA-256 of the body when payloads are validated.

@@ -6,16 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
-	"github.com/sqs-once/sqs-once/internal/local/motoserver"
-	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/processor"
 )
 
@@ -45,17 +39,8 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						b := setup(t, func(c *processor.Config) { c.InProgress = mode })
-						p, err := faultproxy.Start(mototest.URL(t))
-						if err != nil {
-							t.Fatal(err)
-						}
-						t.Cleanup(func() { p.Close() })
-						client := dynamodb.NewFromConfig(b.aws, func(o *dynamodb.Options) {
-							o.BaseEndpoint = aws.String(p.URL)
-							o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), 5*time.Millisecond)
-						})
-						b.dynamo.DynamoAPI = motoserver.SerializeWrites(client)
-						h := b.newHandler(t)
+						p := faultyTable(t, b)
+						h := b.handler
 						p.ScriptWhen(call.op, call.match, fault)
 
 						var opts []func(*events.SQSMessage)

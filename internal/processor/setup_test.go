@@ -110,6 +110,7 @@ func (l *logBuffer) String() string {
 
 type bundle struct {
 	logs     *logBuffer
+	metrics  *logBuffer // the handlers' EMF lines
 	cfg      processor.Config
 	aws      aws.Config
 	dynamo   *countingDynamo
@@ -149,6 +150,7 @@ func setup(t testing.TB, configure ...func(*processor.Config)) *bundle {
 		clock:    testclock.New(time.Now()),
 		business: &business{errs: map[string]error{}},
 		logs:     &logBuffer{},
+		metrics:  &logBuffer{},
 	}
 	b.handler = b.newHandler(t)
 	return b
@@ -164,8 +166,14 @@ func (b *bundle) newHandler(t testing.TB) *processor.Handler {
 		Rand:     func() float64 { return 0.5 },
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Logger:   slog.New(slog.NewJSONHandler(b.logs, nil)),
+		Metrics:  b.metrics,
+
+		FunctionName: testFunction,
 	})
 }
+
+// testFunction is the FunctionName dimension of the tests' metrics.
+const testFunction = "orders-processor"
 
 func mustNew(t testing.TB, cfg processor.Config, d processor.Deps) *processor.Handler {
 	t.Helper()

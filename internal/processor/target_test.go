@@ -47,6 +47,9 @@ func (b *bundle) withTarget(t *testing.T, spec string, awsCfg aws.Config, opts t
 		Rand:     func() float64 { return 0.5 },
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Logger:   slog.New(slog.NewJSONHandler(b.logs, nil)),
+		Metrics:  b.metrics,
+
+		FunctionName: testFunction,
 	})
 }
 
@@ -181,6 +184,7 @@ func TestTargetRefusalGoesToTheOperatorQueue(t *testing.T) {
 	if got := mototest.Receive(t, b.aws, queue, 2, 3*time.Second); len(got) != 2 {
 		t.Errorf("%d events arrived, want the 2 others", len(got))
 	}
+	checkMetrics(t, b, b.clock.Now(), 1, counts{"Processed": 2, "ForwardedToOperator": 1, "ForwardedToOperator/target-refused": 1})
 }
 
 // lambdaTarget is a handler invoking a moto function through a fault
@@ -247,6 +251,7 @@ func TestTargetLambdaFunctionErrorRetriesAll(t *testing.T) {
 func TestTargetLambdaUnknownOutcomeKeepsTheLock(t *testing.T) {
 	b := setup(t)
 	h, p := b.lambdaTarget(t)
+	from := b.clock.Now()
 	p.Script("Invoke", faultproxy.ResetAfter)
 	batch := []events.SQSMessage{order("m1", "o-1")}
 	if failed := handleWith(t, h, batch...); len(failed) != 1 {
@@ -268,6 +273,8 @@ func TestTargetLambdaUnknownOutcomeKeepsTheLock(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "delivery-unknown") {
 		t.Errorf("no delivery-unknown log line:\n%s", b.logs)
 	}
+	// Unknown, then held by that lock, then delivered.
+	checkMetrics(t, b, from, 3, counts{"Failed": 1, "Failed/delivery-unknown": 1, "InProgress": 1, "Processed": 1})
 }
 
 // An sqs target that is the consumed queue would loop: refused with an

@@ -1,14 +1,17 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,12 +39,15 @@ const (
 
 // Handler is the Lambda handler.
 type Handler struct {
-	cfg  Config
-	api  sqsmsg.BatchSender
-	vis  VisibilityChanger // nil: FIFO holds last the DLQ's visibility timeout
-	rand func() float64
-	now  func() time.Time
-	log  *slog.Logger
+	cfg     Config
+	api     sqsmsg.BatchSender
+	vis     VisibilityChanger // nil: FIFO holds last the DLQ's visibility timeout
+	rand    func() float64
+	now     func() time.Time
+	log     *slog.Logger
+	metrics io.Writer // nil: no metrics
+	// function is the metrics' FunctionName dimension.
+	function string
 }
 
 // VisibilityChanger is the call that keeps a dead letter hidden in a FIFO
@@ -53,7 +59,14 @@ type VisibilityChanger interface {
 // NewHandler builds the handler and its SQS client, whose retries back off
 // at most retrybudget.MaxBackoff and end when the call's time is up.
 func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
-	return New(cfg, Deps{SQS: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })})
+	return NewHandlerWith(cfg, awsCfg, Deps{})
+}
+
+// NewHandlerWith is New with the SQS client NewHandler builds from awsCfg in
+// d.SQS; d gives the rest (Metrics, Logger, ...).
+func NewHandlerWith(cfg Config, awsCfg aws.Config, d Deps) *Handler {
+	d.SQS = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+	return New(cfg, d)
 }
 
 // Deps are the handler's collaborators; a nil random source, clock or
@@ -69,6 +82,13 @@ type Deps struct {
 	// Now is the clock the message age and the FIFO backoff are measured by.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Metrics, when set, receives the invocation's CloudWatch Embedded
+	// Metric Format lines at the end of each Handle (see metrics.go); nil
+	// writes none. The Lambda function passes its standard output.
+	Metrics io.Writer
+	// FunctionName is the metrics' FunctionName dimension. Empty: the
+	// AWS_LAMBDA_FUNCTION_NAME Lambda sets, else "dlq-replayer".
+	FunctionName string
 }
 
 // New builds the handler from explicit collaborators.
@@ -82,7 +102,8 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, api: budgetedSender{d.SQS}, rand: d.Rand, now: d.Now, log: d.Logger}
+	h := &Handler{cfg: cfg, api: budgetedSender{d.SQS}, rand: d.Rand, now: d.Now, log: d.Logger, metrics: d.Metrics,
+		function: cmp.Or(d.FunctionName, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "dlq-replayer")}
 	if v, ok := d.SQS.(VisibilityChanger); ok {
 		h.vis = budgetedVisibility{v}
 	}
@@ -125,6 +146,10 @@ type decision struct {
 	queue  string
 	n      int    // the replay this would be; 0 when the counter is invalid
 	reason string // set for the operator queue
+	// delay is the backoff drawn for a replay sent to the main queue: its
+	// DelaySeconds on a standard queue, the time waited out in the DLQ on a
+	// FIFO one.
+	delay time.Duration
 	// holdFor is how long a held record stays hidden in the DLQ.
 	holdFor time.Duration
 	// firstSent is the message's first enqueue (zero when unknown), and
@@ -192,16 +217,19 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		sqsmsg.Batch{QueueURL: h.cfg.OperatorQueueURL, Entries: byQueue[h.cfg.OperatorQueueURL]})
 	wg.Wait()
 	var resp events.SQSEventResponse
+	tally := newTally(h.function)
 	for _, d := range decisions {
 		err := failed[d.entry.RecordID]
 		if d.action == hold {
 			err = holdErrs[d.entry.RecordID]
 		}
 		h.logDecision(ctx, d, err)
+		tally.add(d, err)
 		if err != nil || d.action != send {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: d.entry.RecordID})
 		}
 	}
+	h.emitMetrics(ctx, tally)
 	return resp, nil
 }
 
@@ -332,11 +360,15 @@ func (h *Handler) decide(rec events.SQSMessage, r float64, now time.Time) decisi
 	case fifo && rec.Attributes["MessageGroupId"] == "":
 		return h.toOperator(rec, n, ReasonMissingGroupID, first)
 	}
-	var wait time.Duration // until the replay is visible
+	// delay is the backoff drawn; wait is what is left of it: until the
+	// replay is visible.
+	var delay, wait time.Duration
 	if fifo {
-		wait = HoldFor(sentTimestamp(rec), h.fifoDelay(rec, n), now)
+		delay = h.fifoDelay(rec, n)
+		wait = HoldFor(sentTimestamp(rec), delay, now)
 	} else {
-		wait = roundSeconds(h.cfg.Backoff.Delay(n, r))
+		delay = roundSeconds(h.cfg.Backoff.Delay(n, r))
+		wait = delay
 	}
 	if Expired(first.at, h.cfg.MaxMessageAge, now.Add(wait)) {
 		return h.toOperator(rec, n, ReasonExpired, first)
@@ -373,7 +405,7 @@ func (h *Handler) decide(rec events.SQSMessage, r float64, now time.Time) decisi
 	} else {
 		e.DelaySeconds = int32(wait / time.Second)
 	}
-	return decision{entry: e, queue: h.cfg.MainQueueURL, n: n, firstSent: first.at, unstamped: unstamped, rec: rec}
+	return decision{entry: e, queue: h.cfg.MainQueueURL, n: n, delay: delay, firstSent: first.at, unstamped: unstamped, rec: rec}
 }
 
 // toOperator forwards the record as it arrived (see sqsmsg.ForwardEntry),

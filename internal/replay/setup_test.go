@@ -37,6 +37,7 @@ type bundle struct {
 	api     *spyAPI
 	h       *Handler
 	logs    *syncBuffer
+	metrics *syncBuffer // the handler's EMF lines
 }
 
 type options struct {
@@ -51,7 +52,7 @@ type options struct {
 func setup(t *testing.T, o options) *bundle {
 	t.Helper()
 	cfg := mototest.Config(t)
-	b := &bundle{t: t, aws: cfg, logs: &syncBuffer{}}
+	b := &bundle{t: t, aws: cfg, logs: &syncBuffer{}, metrics: &syncBuffer{}}
 	b.mainURL = mototest.NewQueue(t, cfg, o.fifoMain, nil)
 	b.opURL = mototest.NewQueue(t, cfg, o.fifoOperator, nil)
 	env := map[string]string{"MAIN_QUEUE_URL": b.mainURL, "OPERATOR_QUEUE_URL": b.opURL, "JITTER": "none", "BACKOFF_BASE": "0"}
@@ -62,7 +63,7 @@ func setup(t *testing.T, o options) *bundle {
 	}
 	b.api = &spyAPI{real: sqs.NewFromConfig(cfg), calls: map[string]int{}}
 	log := slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b.h = New(c, Deps{SQS: b.api, Rand: func() float64 { return 0.5 }, Now: o.now, Logger: log})
+	b.h = New(c, Deps{SQS: b.api, Rand: func() float64 { return 0.5 }, Now: o.now, Logger: log, Metrics: b.metrics, FunctionName: testFunction})
 	return b
 }
 

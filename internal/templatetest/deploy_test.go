@@ -30,6 +30,8 @@ var knownGaps = map[string]string{
 	"DeadLetterAgeAlarm":                                "TestAlarms",
 	"ProcessorErrorsAlarm":                              "TestAlarms",
 	"DlqReplayerErrorsAlarm":                            "TestAlarms",
+	"ProcessorUnrecordedCompletionAlarm":                "TestAlarms",
+	"ProcessorLockLostAlarm":                            "TestAlarms",
 	"AlarmEmailSubscription":                            "TestAlarms",
 	"IdempotencyTable.SSESpecification":                 "TestIdempotencyTable",
 	"DeadLetterQueue.RedriveAllowPolicy":                "TestQueues",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
+	"github.com/sqs-once/sqs-once/internal/metrics"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 )
@@ -565,7 +566,15 @@ func TestAlarms(t *testing.T) {
 				tests = append(tests, alarm{"DeadLetterQueueNotEmptyAlarm", on(depth, dlq), 0.0, 1, "any dead letter, with no replayer to drain the DLQ"})
 			}
 			if c.processor {
-				tests = append(tests, alarm{"ProcessorErrorsAlarm", []metric{{"AWS/Lambda", "Errors", processorID, "Sum"}}, 0.0, 1, "any failed processor invocation"})
+				tests = append(tests,
+					alarm{"ProcessorErrorsAlarm", []metric{{"AWS/Lambda", "Errors", processorID, "Sum"}}, 0.0, 1, "any failed processor invocation"},
+					// The processor's own EMF metrics: each is a side effect
+					// that may run twice.
+					alarm{"ProcessorUnrecordedCompletionAlarm", []metric{{metrics.Namespace, processor.MetricUnrecordedCompletion, processorID, "Sum"}}, 0.0, 1,
+						"any completion the processor could not record"},
+					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, processor.MetricLockLost, processorID, "Sum"}}, 0.0, 1,
+						"any lock lost while its handler ran"},
+				)
 			}
 			alarms := 0
 			for _, r := range b.resources {
