@@ -1,0 +1,25 @@
+// Command sqs-once is the operator's CLI for a deployed sqs-once stack:
+// queue status, idempotency records (inspect, release, forget), peek and
+// redrive. The commands live in internal/ops; see `sqs-once --help`.
+//
+//	go install github.com/sqs-once/sqs-once/cmd/sqs-once@latest
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sqs-once/sqs-once/internal/ops"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first interrupt asks the command to stop cleanly (a redrive
+	// finishes its batch in flight); a second one kills at once, as usual.
+	context.AfterFunc(ctx, stop)
+	code := ops.Main(ctx, os.Args[1:], ops.StdIO())
+	stop()
+	os.Exit(code)
+}

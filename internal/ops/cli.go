@@ -1,0 +1,242 @@
+package ops
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// IO is what the CLI reads and writes, and its clock: the real ones in
+// cmd/sqs-once, buffers and a test clock in tests.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Terminal reports whether w is a terminal: progress bars are drawn
+	// only there.
+	Terminal func(w io.Writer) bool
+	Now      func() time.Time
+	// LoadConfig loads the AWS configuration; nil is the SDK's default
+	// chain (environment, profiles, AWS_ENDPOINT_URL) as the AWS CLI uses.
+	LoadConfig func(ctx context.Context, profile, region string) (aws.Config, error)
+}
+
+// StdIO is the process's standard streams and clock.
+func StdIO() IO {
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: IsTerminal, Now: time.Now}
+}
+
+// IsTerminal reports whether w is a file open on a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func defaultConfig(ctx context.Context, profile, region string) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	return config.LoadDefaultConfig(ctx, opts...)
+}
+
+func noTerminal(io.Writer) bool { return false }
+
+// cli is one run of the command line.
+type cli struct {
+	io      IO
+	flags   Targets
+	profile string
+	region  string
+	json    bool
+	targets Targets
+	cfg     aws.Config
+}
+
+// Main runs the sqs-once command line with args (without the program name)
+// and returns the exit code. It never panics on input: every bad argument
+// is a usage error (exit 2).
+func Main(ctx context.Context, args []string, stdio IO) int {
+	io := stdio
+	if io.Now == nil {
+		io.Now = time.Now
+	}
+	if io.Terminal == nil {
+		io.Terminal = noTerminal
+	}
+	if io.LoadConfig == nil {
+		io.LoadConfig = defaultConfig
+	}
+	if io.Stdin == nil {
+		io.Stdin = strings.NewReader("")
+	}
+	c := &cli{io: io}
+	root := c.root()
+	root.SetArgs(args)
+	root.SetIn(io.Stdin)
+	root.SetOut(io.Stdout)
+	root.SetErr(io.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(io.Stderr, "sqs-once:", err)
+	// Every error a command or the set-up returns is a runError; anything
+	// else comes from cobra's or pflag's parsing of the command line.
+	var re runError
+	if errors.As(err, &re) && !errors.Is(err, ErrUsage) {
+		return ExitCode(err)
+	}
+	fmt.Fprintln(io.Stderr, "Run 'sqs-once --help' or 'sqs-once COMMAND --help' for usage.")
+	return ExitUsage
+}
+
+// runError marks an error a command returned after its arguments parsed.
+type runError struct{ error }
+
+func (e runError) Unwrap() error { return e.error }
+
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sqs-once",
+		Short: "Operate an sqs-once stack: queues, idempotency records, redrive",
+		Long: `sqs-once inspects and repairs a deployed sqs-once stack.
+
+It finds the queues and the idempotency table from the stack's CloudFormation
+outputs (--stack), or from explicit flags, and uses the AWS CLI's
+configuration chain: AWS_PROFILE or --profile, AWS_REGION or --region,
+AWS_ENDPOINT_URL, credentials from the environment, the shared files, SSO or
+the instance role.
+
+Exit codes: 0 done; 1 an AWS call or something unexpected failed; 2 bad
+usage; 3 refused (a live lock without --force, a record in another state or
+changed since it was read, a question not confirmed); 4 no such key, queue or
+table; 5 a redrive left messages behind (failed or interrupted).
+--json prints one JSON document on stdout for scripts.`,
+		Example: `  sqs-once status --stack orders
+  sqs-once status --stack orders --locks
+  sqs-once inspect --stack orders order-42
+  sqs-once release --stack orders --force order-42
+  sqs-once peek --stack orders operator
+  sqs-once redrive --stack orders --from operator --to main --reason max-attempts --dry-run`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Flags anywhere, the key last: sqs-once release --stack orders --force KEY.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return c.setup(cmd.Context()) },
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&c.flags.Stack, "stack", "", "CloudFormation stack `NAME` to read the queues, table and key prefix from")
+	pf.StringVar(&c.flags.MainQueue, "main-queue", "", "main queue `URL` (default: the stack's MainQueueUrl)")
+	pf.StringVar(&c.flags.DeadLetter, "dlq", "", "dead-letter queue `URL` (default: the stack's DeadLetterQueueUrl)")
+	pf.StringVar(&c.flags.OperatorQueue, "operator-queue", "", "operator queue `URL` (default: the stack's OperatorQueueUrl)")
+	pf.StringVar(&c.flags.Table, "table", "", "idempotency table `NAME` (default: the stack's IdempotencyTableName)")
+	pf.StringVar(&c.flags.KeyPrefix, "key-prefix", "", "record id `PREFIX`, the processor's KEY_PREFIX (default: read from the stack's processor, else <stack>-processor)")
+	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
+	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
+	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
+	root.AddCommand(c.statusCmd(), c.inspectCmd(), c.releaseCmd(), c.forgetCmd(), c.peekCmd(), c.redriveCmd())
+	return root
+}
+
+func (c *cli) setup(ctx context.Context) error {
+	cfg, err := c.io.LoadConfig(ctx, c.profile, c.region)
+	if err != nil {
+		return runError{fmt.Errorf("load AWS configuration: %w: %w", ErrAWS, err)}
+	}
+	c.cfg = cfg
+	t, err := Resolve(ctx, cloudformation.NewFromConfig(cfg), lambda.NewFromConfig(cfg), c.flags)
+	if err != nil {
+		return runError{err}
+	}
+	c.targets = t
+	return nil
+}
+
+func (c *cli) records() (*Records, error) {
+	table, err := need(c.targets.Table, "idempotency table", "--table NAME")
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := need(c.targets.KeyPrefix, "key prefix", "--key-prefix PREFIX")
+	if err != nil {
+		return nil, err
+	}
+	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, Now: c.io.Now}, nil
+}
+
+func (c *cli) queues() *Queues {
+	return &Queues{SQS: sqs.NewFromConfig(c.cfg), Metrics: cloudwatch.NewFromConfig(c.cfg), Now: c.io.Now}
+}
+
+// run wraps a command's body: errors are marked as the command's own (not
+// cobra's usage errors) and, with --json, reported as {"error": ...} too.
+func (c *cli) run(body func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := body(cmd.Context(), args)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrUsage) {
+			return err
+		}
+		return runError{err}
+	}
+}
+
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.io.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// confirm asks question on stderr and reads the answer from stdin; only y
+// or yes is a yes. No answer (stdin closed, as in a script without --yes) is
+// a no.
+func (c *cli) confirm(question string) (bool, error) {
+	fmt.Fprintf(c.io.Stderr, "%s [y/N] ", question)
+	line, err := bufio.NewReader(c.io.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(c.io.Stderr, "\nno answer on standard input: not confirmed (use --yes in scripts)")
+		return false, nil
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes", nil
+}
+
+// keyArg is the single KEY argument, with a usage error that says so.
+func keyArg(args []string) (string, error) {
+	if len(args) != 1 || args[0] == "" {
+		return "", fmt.Errorf("%w: give exactly one KEY, last (got %d arguments)", ErrUsage, len(args))
+	}
+	return args[0], nil
+}
+
+// ago says how far t is from now in words: "in 1m20s" or "5m ago".
+func ago(t, now time.Time) string {
+	d := t.Sub(now).Round(time.Second)
+	if d >= 0 {
+		return "in " + d.String()
+	}
+	return (-d).String() + " ago"
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,420 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sqs-once/sqs-once/internal/dedupe"
+)
+
+func (c *cli) statusCmd() *cobra.Command {
+	var locks bool
+	cmd := &cobra.Command{
+		Use:   "status [--locks]",
+		Short: "Depth and oldest age of the main, dead-letter and operator queues; with --locks, the PROCESSING records",
+		Long: `status shows each queue's approximate depth (visible, in flight, delayed) and
+the age of its oldest message (CloudWatch's ApproximateAgeOfOldestMessage,
+the newest datapoint of the last 15 minutes).
+
+--locks also scans the idempotency table for this stack's PROCESSING records
+and says how long until each lock expires. A scan reads the whole table,
+page by page (a progress indicator on a terminal), so it runs only when asked.`,
+		Example: `  sqs-once status --stack orders
+  sqs-once status --stack orders --locks
+  sqs-once status --stack orders --json | jq '.queues[] | select(.name=="operator") | .visible'`,
+		Args: cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&locks, "locks", false, "also list PROCESSING records (scans the table)")
+	cmd.RunE = c.run(func(ctx context.Context, _ []string) error {
+		q := c.queues()
+		type report struct {
+			Targets Targets       `json:"targets"`
+			Queues  []QueueStatus `json:"queues"`
+			Locks   []Record      `json:"locks,omitempty"`
+			Scanned int           `json:"scanned,omitempty"`
+		}
+		rep := report{Targets: c.targets, Queues: []QueueStatus{}}
+		for _, name := range []string{"main", "dlq", "operator"} {
+			u, _ := c.targets.Queue(name)
+			if u == "" {
+				continue
+			}
+			st, err := q.Status(ctx, name, u)
+			if err != nil {
+				return err
+			}
+			rep.Queues = append(rep.Queues, st)
+		}
+		if len(rep.Queues) == 0 && !locks {
+			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
+		}
+		if locks {
+			recs, err := c.records()
+			if err != nil {
+				return err
+			}
+			var bar *progressBar
+			if c.io.Terminal(c.io.Stderr) {
+				bar = newProgressBar(c.io.Stderr, "scanning "+recs.Table, 0)
+			}
+			found, err := recs.Locks(ctx, func(scanned, n int) {
+				rep.Scanned = scanned
+				if bar != nil {
+					bar.set(int64(scanned), fmt.Sprintf("%d items scanned, %d locks", scanned, n))
+				}
+			})
+			if bar != nil {
+				bar.done()
+			}
+			if err != nil {
+				return err
+			}
+			rep.Locks = found
+		}
+		if c.json {
+			return c.printJSON(rep)
+		}
+		w := c.io.Stdout
+		c.printTargets()
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "queue\tvisible\tin flight\tdelayed\toldest\t")
+		for _, s := range rep.Queues {
+			age := "-"
+			if s.OldestAge != nil {
+				age = (time.Duration(*s.OldestAge) * time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t\n", s.Name, s.Visible, s.InFlight, s.Delayed, age)
+		}
+		_ = tw.Flush()
+		// One note when every queue's age is unknown for the same reason
+		// (no CloudWatch permission, say), else one per queue.
+		notes := map[string]bool{}
+		for _, s := range rep.Queues {
+			notes[s.AgeNote] = true
+		}
+		for _, s := range rep.Queues {
+			switch {
+			case s.AgeNote == "":
+			case len(notes) == 1:
+				fmt.Fprintf(w, "  oldest: %s\n", s.AgeNote)
+			default:
+				fmt.Fprintf(w, "  %s oldest: %s\n", s.Name, s.AgeNote)
+			}
+			if len(notes) == 1 {
+				break
+			}
+		}
+		if locks {
+			fmt.Fprintf(w, "\n%d PROCESSING records under %s# (%d items scanned)\n", len(rep.Locks), c.targets.KeyPrefix, rep.Scanned)
+			if len(rep.Locks) > 0 {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "key\tfence\towner\tlock")
+				for _, r := range rep.Locks {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Key, r.Fence, r.Owner, lockWords(r, c.io.Now()))
+				}
+				_ = tw.Flush()
+			}
+		}
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) printTargets() {
+	t := c.targets
+	if t.Stack != "" {
+		fmt.Fprintf(c.io.Stdout, "stack %s", t.Stack)
+		if t.Table != "" {
+			fmt.Fprintf(c.io.Stdout, ", table %s, key prefix %s (%s)", t.Table, t.KeyPrefix, t.KeyPrefixFrom)
+		}
+		fmt.Fprintln(c.io.Stdout)
+	}
+}
+
+// lockWords says when a lock expires, or that it has.
+func lockWords(r Record, now time.Time) string {
+	if r.LockExpiresAt == nil {
+		return "no expiry recorded: not written by sqs-once; treat as live"
+	}
+	if r.Live {
+		return fmt.Sprintf("live, expires %s (%s)", stamp(*r.LockExpiresAt), ago(*r.LockExpiresAt, now))
+	}
+	return fmt.Sprintf("expired %s (%s): the holder stopped without finishing; the next message with this key takes it over", stamp(*r.LockExpiresAt), ago(*r.LockExpiresAt, now))
+}
+
+// describe is the record in plain words, one "label value" pair a line.
+func describe(r Record, now time.Time) [][2]string {
+	lines := [][2]string{
+		{"key", r.Key},
+		{"record id", r.RecordID + "  (look it up in the logs, with the fence below)"},
+	}
+	var status string
+	switch r.Status {
+	case dedupe.StatusProcessing:
+		if r.Live {
+			status = "PROCESSING: a processor holds the lock and may be running the handler right now"
+		} else {
+			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or `release` frees it now"
+		}
+	case dedupe.StatusCompleted:
+		if r.Remaining > 0 {
+			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (`forget` lets it run again)"
+		} else {
+			status = "COMPLETED, window ended: the next message with this key runs the handler again"
+		}
+	case dedupe.StatusReleased:
+		status = "RELEASED: the last attempt failed and gave the lock up; the next message with this key runs the handler"
+	default:
+		status = string(r.Status) + ": not a status sqs-once writes; the processor retries such a key and never runs it"
+	}
+	lines = append(lines, [2]string{"status", status})
+	if r.Owner != "" {
+		lines = append(lines, [2]string{"owner", r.Owner + "  (the token of the acquisition that wrote the record)"})
+	}
+	lines = append(lines, [2]string{"fence", fmt.Sprint(r.Fence)})
+	switch r.Status {
+	case dedupe.StatusProcessing:
+		lines = append(lines, [2]string{"lock", lockWords(r, now)})
+	case dedupe.StatusCompleted:
+		if r.ExpiresAt != nil {
+			lines = append(lines, [2]string{"window ends", fmt.Sprintf("%s (%s)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
+		}
+	}
+	if r.Status != dedupe.StatusCompleted && r.ExpiresAt != nil {
+		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): DynamoDB may delete the record after this", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
+	}
+	return lines
+}
+
+func (c *cli) printRecord(r Record) {
+	tw := tabwriter.NewWriter(c.io.Stdout, 0, 0, 2, ' ', 0)
+	for _, l := range describe(r, c.io.Now()) {
+		fmt.Fprintf(tw, "%s\t%s\n", l[0], l[1])
+	}
+	_ = tw.Flush()
+}
+
+func (c *cli) inspectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inspect KEY",
+		Short: "Show a key's idempotency record in plain words",
+		Long: `inspect reads the key's record (strongly consistent) and says what it means:
+its status, owner and fence, when its lock expires or its dedupe window
+ends, and the record id (<KEY_PREFIX>#<KEY>) to look for in the logs.
+A key without a record exits 4.`,
+		Example: `  sqs-once inspect --stack orders order-42
+  sqs-once inspect --stack orders --json order-42 | jq .status
+  sqs-once inspect --table orders-idem --key-prefix orders order-42`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.RunE = c.keyCommand(func(ctx context.Context, recs *Records, key string) error {
+		r, err := recs.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(r)
+		}
+		c.printRecord(r)
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) releaseCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "release [--force] KEY",
+		Short: "Free a stuck PROCESSING lock so the key can run again",
+		Long: `release frees a key whose lock is stuck PROCESSING. The write is conditional on
+the record still being the lock that was read (same owner and fence): a lock
+taken over meanwhile is left alone (exit 3). The record becomes RELEASED, as
+the processor's own release makes it, and keeps its fence.
+
+A lock that has not expired is refused (exit 3): a processor may be running
+the handler right now. --force releases it anyway. It risks a second side
+effect: another message with the key can then run the handler while the
+holder is still running; the holder learns it only at its next renewal
+(LOCK_TIMEOUT), which cancels its handler as lock lost, and a side effect
+already under way goes on. Use it only when you know the holder is dead (its invocation timed out
+or crashed, per the logs) and waiting for the lock to expire is too long.`,
+		Example: `  sqs-once release --stack orders order-42
+  sqs-once release --stack orders --force order-42`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "release a lock that has not expired (risks a duplicate side effect)")
+	cmd.RunE = c.keyCommand(func(ctx context.Context, recs *Records, key string) error {
+		r, err := recs.Release(ctx, key, force)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(struct {
+				Released bool   `json:"released"`
+				Forced   bool   `json:"forced"`
+				Was      Record `json:"was"`
+			}{true, r.Live, r})
+		}
+		how := "its lock had expired"
+		if r.Live {
+			how = fmt.Sprintf("FORCED: its lock was live for %s more; if its holder is still running, its side effect may happen twice", r.Remaining.Round(time.Second))
+		}
+		fmt.Fprintf(c.io.Stdout, "released %q (record %s, owner %s, fence %d; %s): the next message with this key runs the handler\n", key, r.RecordID, r.Owner, r.Fence, how)
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) forgetCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "forget [--yes] KEY",
+		Short: "Delete a COMPLETED record so the key may run again",
+		Long: `forget deletes a key's COMPLETED record, so that the next message with the
+key runs the handler again instead of being deleted as a duplicate: for a
+side effect that was undone, or a completion recorded by mistake. It asks
+for confirmation; --yes skips the question (scripts). The delete is
+conditional on the record being the completion that was shown.`,
+		Example: `  sqs-once forget --stack orders order-42
+  sqs-once forget --stack orders --yes order-42`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.RunE = c.keyCommand(func(ctx context.Context, recs *Records, key string) error {
+		r, err := recs.Forget(ctx, key, func(r Record) (bool, error) {
+			if yes {
+				return true, nil
+			}
+			if !c.json {
+				c.printRecord(r)
+			}
+			return c.confirm(fmt.Sprintf("Forget %q? The next message with this key runs the handler again.", key))
+		})
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(struct {
+				Forgotten bool   `json:"forgotten"`
+				Record    Record `json:"record"`
+			}{true, r})
+		}
+		fmt.Fprintf(c.io.Stdout, "forgot %q (record %s deleted): the next message with this key runs the handler\n", key, r.RecordID)
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) peekCmd() *cobra.Command {
+	var n int
+	var body bool
+	cmd := &cobra.Command{
+		Use:   "peek [--max N] [--body] QUEUE",
+		Short: "Show messages with their attributes without consuming them",
+		Long: `peek receives up to --max messages from QUEUE (main, dlq, operator, or a
+queue URL), shows each with its attributes (the reason it reached the
+operator queue, its replay count, its first-sent time, its original message
+id) and makes every one visible again at once. Bodies only with --body.
+
+A peek is a receive: it adds one to each message's receive count. On the
+main queue that counts towards maxReceiveCount, bringing the message closer
+to the dead-letter queue; the DLQ is consumed by the replayer, which may
+take a message while you look.`,
+		Example: `  sqs-once peek --stack orders operator
+  sqs-once peek --stack orders --max 50 --body operator
+  sqs-once peek --stack orders --json dlq | jq '.[].reason'`,
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.Flags().IntVar(&n, "max", 10, "show at most `N` messages")
+	cmd.Flags().BoolVar(&body, "body", false, "show the bodies too")
+	cmd.RunE = c.run(func(ctx context.Context, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%w: give exactly one QUEUE: main, dlq, operator or a URL", ErrUsage)
+		}
+		if n < 1 {
+			return fmt.Errorf("%w: --max must be at least 1", ErrUsage)
+		}
+		u, err := c.targets.Queue(args[0])
+		if err != nil {
+			return err
+		}
+		msgs, err := c.queues().Peek(ctx, u, n, body)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			if msgs == nil {
+				msgs = []Message{}
+			}
+			return c.printJSON(msgs)
+		}
+		c.printMessages(args[0], msgs, body)
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) printMessages(queue string, msgs []Message, body bool) {
+	w := c.io.Stdout
+	now := c.io.Now()
+	fmt.Fprintf(w, "%d messages from %s (made visible again)\n", len(msgs), queue)
+	for i, m := range msgs {
+		fmt.Fprintf(w, "\n#%d  %s\n", i+1, m.MessageID)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		if m.SentAt != nil {
+			fmt.Fprintf(tw, "  sent\t%s (%s), received %d times\n", stamp(*m.SentAt), ago(*m.SentAt, now), m.ReceiveCount)
+		}
+		if m.Reason != "" {
+			fmt.Fprintf(tw, "  reason\t%s\n", m.Reason)
+		}
+		if m.ReplayCount != "" {
+			fmt.Fprintf(tw, "  replays\t%s\n", m.ReplayCount)
+		}
+		if m.FirstSent != nil {
+			fmt.Fprintf(tw, "  first sent\t%s (%s)\n", stamp(*m.FirstSent), ago(*m.FirstSent, now))
+		}
+		if m.OriginalID != "" {
+			fmt.Fprintf(tw, "  original id\t%s\n", m.OriginalID)
+		}
+		if m.GroupID != "" {
+			fmt.Fprintf(tw, "  group\t%s\n", m.GroupID)
+		}
+		names := make([]string, 0, len(m.Attributes))
+		for name := range m.Attributes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			a := m.Attributes[name]
+			fmt.Fprintf(tw, "  attribute\t%s (%s) = %s\n", name, a.Type, a.Value)
+		}
+		if body && m.Body != nil {
+			fmt.Fprintf(tw, "  body\t%s\n", strings.ReplaceAll(*m.Body, "\n", "\n\t"))
+		} else {
+			fmt.Fprintf(tw, "  body\t%d bytes (--body shows it)\n", m.BodyBytes)
+		}
+		_ = tw.Flush()
+	}
+}
+
+// keyCommand is the body of a command on one KEY's record: the key checked
+// and the table found first.
+func (c *cli) keyCommand(body func(ctx context.Context, recs *Records, key string) error) func(*cobra.Command, []string) error {
+	return c.run(func(ctx context.Context, args []string) error {
+		key, err := keyArg(args)
+		if err != nil {
+			return err
+		}
+		recs, err := c.records()
+		if err != nil {
+			return err
+		}
+		return body(ctx, recs, key)
+	})
+}

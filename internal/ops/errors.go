@@ -1,0 +1,76 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// The errors a command ends with; each has its exit code (see ExitCode).
+var (
+	// ErrUsage: bad flags or arguments, or a target (queue, table) that
+	// neither --stack nor a flag gave.
+	ErrUsage = errors.New("usage")
+	// ErrNotFound: the key has no record, or a queue or table does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrRefused: the command would be unsafe as asked (a live lock without
+	// --force, a record in another state than the command is for).
+	ErrRefused = errors.New("refused")
+	// ErrChanged: the record changed between the read and the write; nothing
+	// was written. Look again.
+	ErrChanged = errors.New("record changed since it was read")
+	// ErrDeclined: the operator did not confirm.
+	ErrDeclined = errors.New("not confirmed")
+	// ErrAWS: an AWS call failed (credentials, permissions, throttling, the
+	// network). Nothing is known to have changed unless the message says so.
+	ErrAWS = errors.New("AWS call failed")
+	// ErrIncomplete: a redrive ended with messages it could not move, or was
+	// interrupted; the summary says which and why.
+	ErrIncomplete = errors.New("incomplete")
+)
+
+// Exit codes, for scripts.
+const (
+	ExitOK         = 0
+	ExitError      = 1 // ErrAWS or anything unexpected
+	ExitUsage      = 2
+	ExitRefused    = 3 // ErrRefused, ErrChanged, ErrDeclined
+	ExitNotFound   = 4
+	ExitIncomplete = 5 // a redrive that left messages behind
+)
+
+// ExitCode is the process exit code for err.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	case errors.Is(err, ErrRefused), errors.Is(err, ErrChanged), errors.Is(err, ErrDeclined):
+		return ExitRefused
+	case errors.Is(err, ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, ErrIncomplete):
+		return ExitIncomplete
+	}
+	return ExitError
+}
+
+// awsError turns an SDK error into one of the package's: a missing queue or
+// table is ErrNotFound, anything else ErrAWS. The SDK's error stays in the
+// chain for a closer look.
+func awsError(op string, err error) error {
+	var noQueue *sqstypes.QueueDoesNotExist
+	var noTable *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &noQueue) || errors.As(err, &noTable) {
+		return fmt.Errorf("%s: %w: %w", op, ErrNotFound, err)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && (api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || api.ErrorCode() == "QueueDoesNotExist") {
+		return fmt.Errorf("%s: %w: %w", op, ErrNotFound, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrAWS, err)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ops_test
+
+const raceEnabled = false
