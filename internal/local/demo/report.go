@@ -764,7 +764,7 @@ func targetSuffix(ts *TargetStats) string {
 func windowSuffix(s Summary) string {
 	var except []string
 	if n := len(s.Window.Keys); n > 0 {
-		except = append(except, fmt.Sprintf("%d inside the documented window", n))
+		except = append(except, fmt.Sprintf("%d keys run twice by a fault the demo injected, named above", n))
 	}
 	if n := s.SideEffects.Exhausted; n > 0 {
 		except = append(except, fmt.Sprintf("%d whose retries ran out before they could run, at the operator queue", n))
