@@ -2,12 +2,14 @@ package motoserver
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,8 +61,32 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, lastErr
 }
 
+// sitecustomize is loaded by moto_server's Python at start-up: it makes
+// moto's SQS deletes atomic with its sends (see the file).
+//
+//go:embed sitecustomize.py
+var sitecustomize []byte
+
+// ErrNotPatched is returned by Start when moto_server did not load the fix of
+// its SQS delete race, which would let a sent message vanish.
+var ErrNotPatched = errors.New("moto_server started without sqs-once's fix of its SQS delete race (internal/local/motoserver/sitecustomize.py): a sent message could vanish")
+
 func launch(ctx context.Context, bin string, port int) (*Server, error) {
+	dir, err := os.MkdirTemp("", "sqs-once-moto-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), sitecustomize, 0o644); err != nil {
+		return nil, err
+	}
+	mark := filepath.Join(dir, "patched")
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	pythonPath := dir
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		pythonPath += string(os.PathListSeparator) + p
+	}
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "SQS_ONCE_MOTO_PATCHED="+mark)
 	cmd.Stdout = nil
 	if os.Getenv("MOTO_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
@@ -83,6 +109,12 @@ func launch(ctx context.Context, bin string, port int) (*Server, error) {
 	if err := s.waitReady(readyCtx); err != nil {
 		s.Stop()
 		return nil, err
+	}
+	// Python runs sitecustomize before moto_server's main, so the mark is
+	// there by the time the server answers.
+	if _, err := os.Stat(mark); err != nil {
+		s.Stop()
+		return nil, ErrNotPatched
 	}
 	return s, nil
 }
