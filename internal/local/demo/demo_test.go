@@ -18,6 +18,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 )
@@ -312,7 +313,11 @@ func TestStackMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := sqs.NewFromConfig(awsCfg)
-	info, err := deployLocal(ctx, awsCfg, api, opts, mototest.Name("sqs-once-stack"), demoParameters(opts))
+	prepared, err := samstack.Prepare(ctx, awsCfg.Region, mototest.Name("sqs-once-stack"), opts.Template, demoParameters(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := deployLocal(ctx, awsCfg, api, opts, prepared)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,7 @@ func demoParameters(opts Options) map[string]string {
 		"ProcessorBatchSize": strconv.Itoa(demoBatchSize),
 		"FailureBackoffBase": strconv.Itoa(demoFailureBackoff),
 		"MaxReceiveCount":    strconv.Itoa(demoMaxReceiveCount),
+		"MaxAttempts":        strconv.Itoa(demoMaxAttempts),
 		"BackoffBase":        strconv.Itoa(demoBackoffBase),
 		"BackoffRate":        strconv.Itoa(demoBackoffRate),
 		"MaxDelay":           strconv.Itoa(demoMaxDelay),
@@ -128,6 +129,18 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 		logOut = io.MultiWriter(logFile, progressOut)
 	}
 	fnLog := newFunctionLogger(logOut)
+	runID := newRunID()
+	stackName := "sqs-once-demo-" + runID
+	params := demoParameters(opts)
+	// The template's translation needs no server: it runs while the
+	// moto_servers start (with -target the parameters wait for its queue).
+	prepared := make(chan preparedStack, 1)
+	if opts.Target == "" {
+		go func() {
+			p, err := samstack.Prepare(ctx, motoserver.Region, stackName, opts.Template, params)
+			prepared <- preparedStack{p, err}
+		}()
+	}
 	endpoint, partitionURLs, stop, err := localEndpoint(ctx, opts, progressOut)
 	if err != nil {
 		return Summary{}, err
@@ -144,10 +157,7 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 	// terminal between the progress line and the report.
 	awsCfg.Logger = sdkLogger(fnLog)
 
-	runID := newRunID()
-	stackName := "sqs-once-demo-" + runID
 	api := sqs.NewFromConfig(awsCfg)
-	params := demoParameters(opts)
 	var tq *targetQueue
 	if opts.Target == TargetSQS {
 		if tq, err = newTargetQueue(ctx, api, stackName); err != nil {
@@ -155,9 +165,17 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 		}
 		params["Target"] = tq.spec.String()
 		fmt.Fprintf(progressOut, "created the target queue %s\n", tq.url)
+		go func() {
+			p, err := samstack.Prepare(ctx, motoserver.Region, stackName, opts.Template, params)
+			prepared <- preparedStack{p, err}
+		}()
 	}
 	fmt.Fprintf(progressOut, "creating stack %s from %s on %s...\n", stackName, opts.Template, endpoint)
-	info, err := deployLocal(ctx, awsCfg, api, opts, stackName, params)
+	pr := <-prepared
+	if pr.err != nil {
+		return Summary{}, fmt.Errorf("create the stack from %s: %w", opts.Template, pr.err)
+	}
+	info, err := deployLocal(ctx, awsCfg, api, opts, pr.p)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -258,8 +276,8 @@ func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (en
 // deployLocal creates the stack from the template with params (normally
 // demoParameters), shortens the main queue's visibility timeout for the
 // demo, and reads the stack back.
-func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts Options, stackName string, params map[string]string) (*stackInfo, error) {
-	st, err := samstack.Deploy(ctx, awsCfg, stackName, opts.Template, params)
+func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts Options, p *samstack.Prepared) (*stackInfo, error) {
+	st, err := p.Deploy(ctx, awsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("create the stack from %s: %w", opts.Template, err)
 	}
@@ -292,6 +310,12 @@ func deployLocal(ctx context.Context, awsCfg aws.Config, api *sqs.Client, opts O
 	info.processor.Timeout = opts.FunctionTimeout
 	info.replayer.Timeout = min(info.replayer.Timeout, opts.Visibility)
 	return info, nil
+}
+
+// preparedStack is the template's translation, or why it failed.
+type preparedStack struct {
+	p   *samstack.Prepared
+	err error
 }
 
 // localRun is one run of the workload through a local stack.

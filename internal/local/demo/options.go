@@ -47,24 +47,29 @@ const TargetSQS = "sqs"
 // Template defaults the demo deploys with when no flag overrides them.
 //
 // They are chosen for headroom on a busy laptop (two cores, four other
-// CPU-bound processes): moto_server is one Python process, and under load an
-// invocation of 10 records has been measured at up to about 2 s there (the
-// report shows the longest one, and up to 5 s when other test suites ran
-// too). A 10 s function timeout (one of the values the template allows)
-// leaves room for that, so no invocation reaches its timeout unless a crash
-// is injected. The lock is renewed every third of its 6 s while the handler
-// runs, so a live invocation never loses it, and an abandoned one frees its
-// key 6 s after its last renewal. Failed records come back after the
-// failure backoff (1 s, then 2 s, ...), not after the 10 s visibility
-// timeout, and a maxReceiveCount of 3 sends a poison message
-// to the DLQ within seconds (the template's default is 5).
+// CPU-bound processes): moto_server is Python, and under load an invocation
+// of 10 records has been measured at up to about 2 s there (the report shows
+// the longest one, and up to 5 s when other test suites ran too). A 10 s
+// function timeout (one of the values the template allows) leaves room for
+// that, so no invocation reaches its timeout unless a crash is injected. The
+// lock is renewed every third of its 6 s while the handler runs, so a live
+// invocation never loses it, and an abandoned one frees its key 6 s after
+// its last renewal. Failed records come back after the failure backoff
+// (2 s, then 4 s, then 8 s), not after the 10 s visibility timeout, and a
+// maxReceiveCount of 3 sends a poison message to the DLQ in about 14 s (the
+// template's default is 5).
 const (
 	demoFunctionTimeout = 10 * time.Second
 	demoLockTimeout     = 6 * time.Second
 	demoBatchSize       = 10
 	demoFailureBackoff  = 1
 	demoMaxReceiveCount = 3
-	// Replay backoff for the demo: ceilings 2, 4, 4 s for replays 1, 2, 3.
+	// Two replays, not the template's three: the failure backoff grows to
+	// 8 s by a poison message's third receive, so each round through the DLQ
+	// takes about 14 s, and the poison messages' path would outlast the rest
+	// of the run.
+	demoMaxAttempts = 2
+	// Replay backoff for the demo: ceilings 2 and 4 s for replays 1 and 2.
 	demoBackoffBase = 1
 	demoBackoffRate = 2
 	demoMaxDelay    = 4
@@ -94,7 +99,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Stack, "stack", "", "name of a deployed sqs-once stack: send the workload to it with the usual AWS credentials and check what can be checked")
 	fs.StringVar(&o.Template, "template", "template.yaml", "SAM template the local stack is created from")
 	fs.IntVar(&o.MaxReceiveCount, "max-receive-count", 0, fmt.Sprintf("main queue maxReceiveCount (0: the demo's %d)", demoMaxReceiveCount))
-	fs.IntVar(&o.MaxAttempts, "max-attempts", -1, "replays of a dead letter before the operator queue (-1: the template's default)")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", -1, fmt.Sprintf("replays of a dead letter before the operator queue (-1: the demo's %d)", demoMaxAttempts))
 	fs.DurationVar(&o.Visibility, "visibility", 0, "visibility timeout set on the main queue after the local deploy (whole seconds, at least -function-timeout; 0: -function-timeout rounded up to a second); the DLQ keeps the template's")
 	fs.DurationVar(&o.FunctionTimeout, "function-timeout", demoFunctionTimeout, "the processor's function timeout (100ms..60s); the lock timeout is three fifths of it. Below 1s (Lambda's minimum) it applies locally only: a way to see what a machine too slow for the timings does")
 	fs.StringVar(&o.Chaos, "chaos", "", "\"light\" or \"heavy\": every AWS call of the pipeline goes through a fault-injecting proxy (500 before or after applying, connection reset after applying, throttling, latency) and some invocations crash after their side effect; the report lists the faults injected")

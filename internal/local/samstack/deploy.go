@@ -73,21 +73,35 @@ func (a Adaptation) String() string {
 // SendMessage and, failing, count a receive against the message; read their
 // configuration from Stack.Functions and poll the queues yourself.
 func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath string, params map[string]string) (*Stack, error) {
-	// Deploy rewrites the template and disables event source mappings for
-	// moto_server's sake: never do that to a real account.
 	if aws.ToString(awsCfg.BaseEndpoint) == "" {
 		return nil, ErrNotLocal
 	}
+	p, err := Prepare(ctx, awsCfg.Region, stackName, templatePath, params)
+	if err != nil {
+		return nil, err
+	}
+	return p.Deploy(ctx, awsCfg)
+}
+
+// Prepared is a template translated and checked for one stack, ready to
+// deploy: Deploy split in two, so that the translation (a Python process,
+// seconds of CPU) can run while moto_server starts.
+type Prepared struct {
+	stackName, templatePath, codeKey string
+	tmpl                             Template
+	values                           map[string]string
+}
+
+// Prepare translates the template for stackName in region and checks params
+// against its constraints and rules. It makes no AWS call.
+func Prepare(ctx context.Context, region, stackName, templatePath string, params map[string]string) (*Prepared, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
 	key := stackName + "/code.zip"
-	if err := uploadPlaceholder(ctx, awsCfg, key); err != nil {
-		return nil, err
-	}
-	tmpl, err := translate(ctx, templatePath, params, awsCfg.Region, "s3://"+CodeBucket+"/"+key)
+	tmpl, err := translate(ctx, templatePath, params, region, "s3://"+CodeBucket+"/"+key)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +112,26 @@ func Deploy(ctx context.Context, awsCfg aws.Config, stackName, templatePath stri
 	if _, err := tmpl.Conditions(values); err != nil {
 		return nil, fmt.Errorf("samstack: conditions of %s: %w", templatePath, err)
 	}
+	return &Prepared{stackName: stackName, templatePath: templatePath, codeKey: key, tmpl: tmpl, values: values}, nil
+}
 
+// Deploy creates the prepared stack on the CloudFormation endpoint of awsCfg
+// (a moto_server), as the package's Deploy does.
+func (p *Prepared) Deploy(ctx context.Context, awsCfg aws.Config) (*Stack, error) {
+	// Deploy rewrites the template and disables event source mappings for
+	// moto_server's sake: never do that to a real account.
+	if aws.ToString(awsCfg.BaseEndpoint) == "" {
+		return nil, ErrNotLocal
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	if err := uploadPlaceholder(ctx, awsCfg, p.codeKey); err != nil {
+		return nil, err
+	}
+	stackName, templatePath, tmpl, values := p.stackName, p.templatePath, p.tmpl, p.values
 	body, adaptations := forMoto(tmpl)
 	body, dropped, err := withoutNoValue(body, NewResolver(tmpl, values))
 	if err != nil {
