@@ -453,13 +453,20 @@ func (s *Summary) checkInjected() {
 			keys = append(keys, k.Key)
 		}
 	}
+	s.failUninjected(keys, "had a duplicate side effect that no injected fault explains")
+}
+
+// failUninjected adds the violation for keys run (or forwarded) twice by
+// nothing the demo injected, and, when the run failed with signs of a slow
+// machine, the explanation and the flag that gives more headroom.
+func (s *Summary) failUninjected(keys []string, what string) {
 	if len(keys) > 0 {
 		const most = 10
 		named := strings.Join(keys[:min(len(keys), most)], ", ")
 		if len(keys) > most {
 			named += fmt.Sprintf(" and %d more", len(keys)-most)
 		}
-		s.Violations = append(s.Violations, fmt.Sprintf("%d keys had a duplicate side effect that no injected fault explains (%s): an invocation the demo did not mean to kill lost its completion", len(keys), named))
+		s.Violations = append(s.Violations, fmt.Sprintf("%d keys %s (%s): an invocation the demo did not mean to kill lost its completion", len(keys), what, named))
 	}
 	slow := s.Invocations.TimedOut - s.Invocations.TimedOutCrash
 	if len(s.Violations) == 0 || (slow == 0 && s.Records.NotStarted == 0 && len(keys) == 0) {

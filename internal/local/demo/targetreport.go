@@ -115,6 +115,19 @@ func SummarizeTarget(w Workload, landings []Landing, obs Observed, fobs ForwardO
 		s.Violations = append(s.Violations, fmt.Sprintf("%d keys never arrived in the target queue: %s", len(never), firstFew(never)))
 	}
 	s.checkTargetSends(w, byKey, forwarded, obs)
+	// A copy explained by a documented limit is still one the demo must
+	// have caused on purpose: without -chaos nothing injects a lost answer
+	// or a failed write, so such a copy comes from the demo's own timings.
+	// (With -chaos every explained copy is taken as injected.)
+	var uninjected []string
+	if obs.Chaos == nil {
+		for _, d := range ts.Duplicates {
+			if d.Problem == "" {
+				uninjected = append(uninjected, d.Key)
+			}
+		}
+	}
+	s.failUninjected(uninjected, "arrived more than once in the target queue although the demo injected no fault")
 	s.finish()
 	return s
 }
