@@ -18,9 +18,11 @@ import (
 
 const (
 	// drainVisibility hides a received message of the target queue while
-	// its delete is on the way; one whose delete failed comes back after
-	// it and is recognised by its MessageId.
-	drainVisibility = 60 * time.Second
+	// its delete is on the way; one whose delete failed, or whose receive's
+	// answer was lost on a loaded machine, comes back after it and is
+	// recognised by its MessageId. The run waits that long for the queue to
+	// be empty, so it is short.
+	drainVisibility = 15 * time.Second
 	// drainMinWait is the least time the final drain gets, even when the
 	// run has used up -wait: what did arrive is still counted.
 	drainMinWait = 30 * time.Second
