@@ -1,9 +1,14 @@
 # Loaded by moto_server's Python at start-up (internal/local/motoserver puts
-# this file's directory on PYTHONPATH). It fixes one race in moto 5's SQS:
-# Queue.delete_message rebuilds the queue's message list without the lock
-# that add_message takes, so two deletes that overlap, with a send between
-# them, leave the list without the sent message: SQS accepted it and nobody
-# ever receives it. Holding the same lock makes each rebuild atomic.
+# this file's directory on PYTHONPATH). It fixes two races in moto 5's SQS,
+# each of which loses a message that SQS accepted:
+# - Queue.delete_message rebuilds the queue's message list without the lock
+#   that add_message takes, so two deletes that overlap, with a send between
+#   them, leave the list without the sent message;
+# - receive_message moves a message to the dead-letter queue by removing it
+#   from the list in place, which makes a delete iterating that list at the
+#   same moment skip the next message and drop it from the rebuilt list.
+# Both now hold the queue's lock. A long poll still lets sends in: it waits
+# on that lock's condition, which releases it.
 import os
 import sys
 
@@ -18,6 +23,15 @@ def _patch():
             return delete(self, receipt_handle)
 
     models.Queue.delete_message = delete_message
+
+    receive = models.SQSBackend.receive_message
+
+    def receive_message(self, queue_name, *args, **kwargs):
+        queue = self.get_queue(queue_name)
+        with queue._messages_lock:
+            return receive(self, queue_name, *args, **kwargs)
+
+    models.SQSBackend.receive_message = receive_message
 
 
 try:
