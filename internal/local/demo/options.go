@@ -92,7 +92,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.Transient, "transient", 4, "keys that fail a few times, then succeed (half of them only after a replay)")
 	fs.IntVar(&o.Permanent, "permanent", 2, "keys the handler rejects with processor.Permanent: straight to the operator queue")
 	fs.IntVar(&o.Crash, "crash", 0, "keys whose processor invocation hangs right after the side effect until the function timeout, as a crash between side effect and completion; shows the documented duplicate window")
-	fs.IntVar(&o.Concurrency, "concurrency", 8, "concurrent pollers (invocations) on the main queue")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "concurrent pollers (invocations) on the main queue")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the run: the workload (keys, copies, order), the replay and failure backoff jitter, and the sequence of -chaos faults and crashes")
 	fs.BoolVar(&o.JSON, "json", false, "print the machine-readable summary on stdout (the report goes to stderr)")
 	fs.StringVar(&o.Endpoint, "endpoint", "", "URL of a moto_server already running, instead of starting one")
