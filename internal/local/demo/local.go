@@ -262,7 +262,12 @@ func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (en
 		}
 		return "", nil, nil, errors.Join(err, perr)
 	}
-	stop = func() { srv.Stop(); partStop() }
+	stop = func() {
+		var wg sync.WaitGroup
+		wg.Go(srv.Stop)
+		partStop()
+		wg.Wait()
+	}
 	// Anything that reads the environment (the SDK's defaults, the SAM
 	// translator's subprocess) now reaches only this server, with dummy
 	// credentials.

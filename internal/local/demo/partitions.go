@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,11 +66,7 @@ func startPartitions(ctx context.Context) (urls []string, stop func(), err error
 		servers = append(servers, s.srv)
 		urls = append(urls, s.srv.URL)
 	}
-	stop = func() {
-		for _, s := range servers {
-			s.Stop()
-		}
-	}
+	stop = func() { stopAll(servers...) }
 	if err := errors.Join(errs...); err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("start the DynamoDB partitions: %w", err)
@@ -155,4 +152,14 @@ func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls
 		parts[i] = motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg))
 	}
 	return parts, closeAll, nil
+}
+
+// stopAll stops servers side by side: each may take a few seconds to exit
+// on a loaded machine.
+func stopAll(servers ...*motoserver.Server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.Stop)
+	}
+	wg.Wait()
 }
