@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
@@ -81,5 +83,21 @@ func TestChaosLogNamesFaultedCompletions(t *testing.T) {
 	if st.Calls != 5 || st.Faults["FailAfter"] != 1 || st.Faults["ResetAfter"] != 1 || st.Faults["Delay"] != 1 || st.Faults["Throttle"] != 1 ||
 		st.ByOp["SendMessageBatch"]["Throttle"] != 1 || st.CompletionFaults != 1 || st.Crashes != 3 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestSDKLinesGoToTheFunctionLog: the AWS SDK's own log lines (a response
+// body it could not drain, a retry) land in the functions' log, tagged,
+// and nowhere else: the terminal keeps only the progress line and report.
+func TestSDKLinesGoToTheFunctionLog(t *testing.T) {
+	t.Parallel()
+	var file bytes.Buffer
+	sdkLogger(newFunctionLogger(&file)).Logf(logging.Warn, "failed to close HTTP response body: %s", "checksum")
+	var line map[string]any
+	if err := json.Unmarshal(file.Bytes(), &line); err != nil {
+		t.Fatalf("function log %q: %v", file.String(), err)
+	}
+	if line["message"] != "failed to close HTTP response body: checksum" || line["source"] != "aws-sdk-go-v2" || line["level"] != "WARN" {
+		t.Errorf("function log line %v", line)
 	}
 }

@@ -239,8 +239,7 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	s := newSummary(ev.Mode, ev.Seed, w, obs, ev.Timings)
 	s.Deliveries, s.DeadLettered = obs.Deliveries, obs.DeadLettered
 	s.Ledger, s.Logs = ev.Ledger, ev.Logs
-	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
-	s.Invocations = invocationStats(obs.Invocations, ledger, ev.Timings)
+	s.observeRuntime(obs, ledger)
 	s.Checked = []string{
 		"side effects per key, from the ledger",
 		"every message processed or at the operator queue once (lost: 0)",
@@ -415,6 +414,14 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 		wk.Injected = wk.Injected && injected
 	}
 	return wk, ""
+}
+
+// observeRuntime fills what both modes report of the processor's run: its
+// per-record outcomes, its invocations (ledger names the crashed ones; nil
+// without a business handler) and what -chaos injected.
+func (s *Summary) observeRuntime(obs Observed, ledger []Entry) {
+	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
+	s.Invocations = invocationStats(obs.Invocations, ledger, s.Timings)
 }
 
 // invocationStats counts the processor's invocations. An abandoned one that

@@ -71,8 +71,7 @@ type TargetEvaluation struct {
 func SummarizeTarget(w Workload, landings []Landing, obs Observed, fobs ForwardObserved, ev TargetEvaluation) Summary {
 	s := newSummary(ev.Mode, ev.Seed, w, obs, ev.Timings)
 	s.Deliveries, s.DeadLettered, s.Logs = obs.Deliveries, obs.DeadLettered, ev.Logs
-	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
-	s.Invocations = invocationStats(obs.Invocations, nil, ev.Timings)
+	s.observeRuntime(obs, nil)
 	s.Checked = []string{
 		"arrivals per key, from the drained target queue",
 		"bodies and message attributes byte for byte",

@@ -95,11 +95,8 @@ type Prepared struct {
 // Prepare translates the template for stackName in region and checks params
 // against its constraints and rules. It makes no AWS call.
 func Prepare(ctx context.Context, region, stackName, templatePath string, params map[string]string) (*Prepared, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	key := stackName + "/code.zip"
 	tmpl, err := translate(ctx, templatePath, params, region, "s3://"+CodeBucket+"/"+key)
 	if err != nil {
@@ -123,11 +120,8 @@ func (p *Prepared) Deploy(ctx context.Context, awsCfg aws.Config) (*Stack, error
 	if aws.ToString(awsCfg.BaseEndpoint) == "" {
 		return nil, ErrNotLocal
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	if err := uploadPlaceholder(ctx, awsCfg, p.codeKey); err != nil {
 		return nil, err
 	}
@@ -224,4 +218,12 @@ func placeholderZip() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// bounded is ctx with DefaultTimeout when it has no deadline of its own.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
 }
