@@ -70,7 +70,10 @@ type Config struct {
 	// (MAX_CONCURRENCY). Zero: 10. A FIFO message group runs in order.
 	MaxConcurrency int
 	// FailureBackoffBase, when set, hides a failed message for a jittered
-	// FailureBackoffBase × 2^receives (FAILURE_BACKOFF_BASE).
+	// FailureBackoffBase × 2^receives (FAILURE_BACKOFF_BASE). With QueueURL,
+	// a failure on the last receive the queue's redrive policy allows is
+	// not delayed: the next receive moves the message to the dead-letter
+	// queue.
 	FailureBackoffBase time.Duration
 	// OperatorQueueURL receives Permanent failures and payload mismatches
 	// (OPERATOR_QUEUE_URL). Empty: they are retried like any failure.
@@ -103,7 +106,9 @@ type Config struct {
 	// first event of each execution environment reads the queue's settings
 	// (sqs:GetQueueAttributes) and logs one warning if they are unsafe: a
 	// visibility timeout under 6 × the function's timeout, no redrive
-	// policy, a retention shorter than the receives before the DLQ.
+	// policy, a retention shorter than the receives before the DLQ. The
+	// redrive policy's maxReceiveCount it reads there tells
+	// FailureBackoffBase which receive is the last.
 	QueueURL string
 	// AWS is the SDK configuration for DynamoDB and SQS, as
 	// config.LoadDefaultConfig returns it. Required.

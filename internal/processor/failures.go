@@ -99,6 +99,11 @@ func (h *Handler) forwardPermanent(ctx context.Context, records []events.SQSMess
 // receive count, and returns how many SQS confirmed. A failure here only
 // costs the backoff: the records are retried after the queue's own
 // visibility timeout.
+//
+// A record that failed on the last receive the consumed queue's redrive
+// policy allows is made visible at once instead (dueForDLQ): its next
+// receive moves it to the dead-letter queue, and the longest backoff of its
+// life would only have kept it from there.
 func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) (applied int) {
 	if h.cfg.FailureBackoffBase <= 0 || len(failed) == 0 {
 		return 0
@@ -113,6 +118,9 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 		for i, msg := range chunk {
 			receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
 			delay := time.Duration(math.Ceil(h.backoff.Delay(max(receives, 1), h.rand()).Seconds())) * time.Second
+			if h.dueForDLQ(msg, receives) {
+				delay = 0
+			}
 			if left := visibilityLeft(msg, h.now()).Truncate(time.Second); delay > left {
 				if left <= 0 {
 					h.log.WarnContext(ctx, "failure backoff skipped: the message has been in flight for nearly SQS's 12 hours; it retries after the visibility timeout",
@@ -146,13 +154,28 @@ func (h *Handler) delayRetries(ctx context.Context, failed []events.SQSMessage) 
 			i, _ := strconv.Atoi(aws.ToString(ok.Id))
 			for _, e := range in.Entries {
 				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
-					h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+					if e.VisibilityTimeout == 0 {
+						h.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
+							"messageId", chunk[i].MessageId, "receiveCount", chunk[i].Attributes["ApproximateReceiveCount"])
+					} else {
+						h.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+					}
 					applied++
 				}
 			}
 		}
 	}
 	return applied
+}
+
+// dueForDLQ reports whether msg failed on the last receive the redrive
+// policy of the queue named by QueueURL allows, as read at the first event.
+// A policy changed since then costs no message: a lower maxReceiveCount
+// dead-letters the record before this applies, a higher one retries it
+// without the backoff.
+func (h *Handler) dueForDLQ(msg events.SQSMessage, receives int) bool {
+	limit := h.maxReceives.Load()
+	return limit > 0 && int64(receives) >= limit && sameQueue(h.cfg.QueueURL, msg.EventSourceARN)
 }
 
 // chunks yields consecutive records of one queue, at most n at a time. All

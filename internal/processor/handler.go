@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -91,6 +92,9 @@ type Handler struct {
 	functionName string
 	// queueChecked makes checkQueue run once per execution environment.
 	queueChecked sync.Once
+	// maxReceives is the consumed queue's maxReceiveCount as checkQueue
+	// read it; 0 while unknown.
+	maxReceives atomic.Int64
 }
 
 // NewHandler builds the handler with SDK clients from awsCfg, whose retries

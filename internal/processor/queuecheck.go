@@ -31,22 +31,32 @@ func queueWarnings(attrs map[string]string, timeout time.Duration) []string {
 			"VisibilityTimeout is %v, under 6 × the function's timeout (%v): SQS may deliver a batch again while an invocation still runs it; Lambda's guidance is at least 6 × the timeout plus the batching window",
 			visibility, timeout.Round(time.Second)))
 	}
-	var redrive struct {
-		MaxReceiveCount json.Number `json:"maxReceiveCount"`
-	}
 	policy := attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)]
-	if policy == "" || json.Unmarshal([]byte(policy), &redrive) != nil {
+	if policy == "" || json.Unmarshal([]byte(policy), &struct{}{}) != nil {
 		warnings = append(warnings, "no redrive policy: a message that keeps failing is retried until its retention ends and is then deleted by SQS, lost; set a redrive policy to a dead-letter queue")
 		return warnings
 	}
-	receives, err := redrive.MaxReceiveCount.Int64()
+	receives, ok := maxReceiveCount(attrs)
 	retention, rok := seconds(attrs[string(sqstypes.QueueAttributeNameMessageRetentionPeriod)])
-	if err == nil && rok && vok && retention < time.Duration(receives)*visibility {
+	if ok && rok && vok && retention < time.Duration(receives)*visibility {
 		warnings = append(warnings, fmt.Sprintf(
 			"MessageRetentionPeriod is %v, under maxReceiveCount (%d) × VisibilityTimeout (%v): a failing message can expire before it reaches the dead-letter queue",
 			retention, receives, visibility))
 	}
 	return warnings
+}
+
+// maxReceiveCount is the redrive policy's maxReceiveCount: the receives
+// after which SQS moves a message to the dead-letter queue.
+func maxReceiveCount(attrs map[string]string) (int64, bool) {
+	var redrive struct {
+		MaxReceiveCount json.Number `json:"maxReceiveCount"`
+	}
+	if json.Unmarshal([]byte(attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &redrive) != nil {
+		return 0, false
+	}
+	n, err := redrive.MaxReceiveCount.Int64()
+	return n, err == nil && n > 0
 }
 
 func seconds(s string) (time.Duration, bool) {
@@ -59,9 +69,10 @@ func seconds(s string) (time.Duration, bool) {
 
 // checkQueue reads the consumed queue's attributes once per execution
 // environment, on its first event (only then is the function's timeout
-// known, from the deadline), and logs one warning naming what is unsafe. A
-// queue it cannot read (no sqs:GetQueueAttributes) is logged at debug level
-// and not checked. It costs one call per cold start, bounded to a second.
+// known, from the deadline), and logs one warning naming what is unsafe. It
+// keeps the redrive policy's maxReceiveCount for delayRetries. A queue it
+// cannot read (no sqs:GetQueueAttributes) is logged at debug level and not
+// checked. It costs one call per cold start, bounded to a second.
 func (h *Handler) checkQueue(ctx context.Context) {
 	if h.cfg.QueueURL == "" {
 		return
@@ -77,6 +88,9 @@ func (h *Handler) checkQueue(ctx context.Context) {
 		if err != nil {
 			h.log.DebugContext(ctx, "queue attributes not checked", "queueUrl", h.cfg.QueueURL, "error", err)
 			return
+		}
+		if n, ok := maxReceiveCount(out.Attributes); ok {
+			h.maxReceives.Store(n)
 		}
 		if w := queueWarnings(out.Attributes, timeout); len(w) > 0 {
 			h.log.WarnContext(ctx, "the consumed queue's settings are unsafe for this function; see the README's \"Install on queues you already have\"",
