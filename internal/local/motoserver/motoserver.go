@@ -2,13 +2,15 @@ package motoserver
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,15 +63,36 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, lastErr
 }
 
-// sitecustomize is loaded by moto_server's Python at start-up: it makes
-// moto's SQS deletes atomic with its sends (see the file).
+// patches is the folder moto_server's Python finds on PYTHONPATH:
+// sitecustomize.py, which it loads at start-up, fixes two races of moto's
+// SQS that lose messages and removes costs that make it slow under load
+// (see the files).
 //
-//go:embed sitecustomize.py
-var sitecustomize []byte
+//go:embed python/*.py
+var patches embed.FS
 
-// ErrNotPatched is returned by Start when moto_server did not load the fix of
-// its SQS delete race, which would let a sent message vanish.
-var ErrNotPatched = errors.New("moto_server started without sqs-once's fix of its SQS delete race (internal/local/motoserver/sitecustomize.py): a sent message could vanish")
+// ErrNotPatched is returned by Start when moto_server did not load sqs-once's
+// fixes, without which a sent message could vanish.
+var ErrNotPatched = errors.New("moto_server started without sqs-once's fixes of its SQS races (internal/local/motoserver/python): a sent message could vanish")
+
+// WritePatches writes the Python files that patch moto_server into dir, for
+// PYTHONPATH.
+func WritePatches(dir string) error {
+	files, err := fs.Glob(patches, "python/*.py")
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		b, err := patches.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, path.Base(name)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func launch(ctx context.Context, bin string, port int) (*Server, error) {
 	dir, err := os.MkdirTemp("", "sqs-once-moto-")
@@ -77,7 +100,7 @@ func launch(ctx context.Context, bin string, port int) (*Server, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), sitecustomize, 0o644); err != nil {
+	if err := WritePatches(dir); err != nil {
 		return nil, err
 	}
 	mark := filepath.Join(dir, "patched")

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 )
 
 // TestSQSDeleteRaceIsPatched runs moto's SQS backend in-process with the
-// two races sitecustomize.py fixes forced to happen (a slowed receipt-handle
+// two races python/sqs_once_races.py fixes forced to happen (a slowed receipt-handle
 // check widens them): two overlapping deletes with a send between them, and
 // a receive moving messages to the DLQ while a delete walks the list.
 // Without the fix the sent message is lost, and the queues hold the wrong
@@ -30,11 +32,7 @@ func TestSQSDeleteRaceIsPatched(t *testing.T) {
 		scripts[name] = abs
 	}
 	patched := t.TempDir()
-	fix, err := os.ReadFile("sitecustomize.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(patched, "sitecustomize.py"), fix, 0o644); err != nil {
+	if err := motoserver.WritePatches(patched); err != nil {
 		t.Fatal(err)
 	}
 	run := func(script, pythonPath string) string {
@@ -51,7 +49,7 @@ func TestSQSDeleteRaceIsPatched(t *testing.T) {
 	}
 	for name, script := range scripts {
 		if got := run(script, t.TempDir()); got == "present" {
-			t.Errorf("%s, unpatched moto: %q: the race no longer shows; if moto fixed it upstream, sitecustomize.py may go", name, got)
+			t.Errorf("%s, unpatched moto: %q: the race no longer shows; if moto fixed it upstream, its fix in python/sqs_once_races.py may go", name, got)
 		}
 		if got := run(script, patched); got != "present" {
 			t.Errorf("%s, patched moto: %q, want \"present\": the fix does not hold", name, got)

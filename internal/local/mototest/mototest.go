@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -213,11 +214,25 @@ func NewFunction(t testing.TB, cfg aws.Config) string {
 	t.Helper()
 	ctx := context.Background()
 	name := Name("fn")
-	role, err := iam.NewFromConfig(cfg).CreateRole(ctx, &iam.CreateRoleInput{
+	roles := iam.NewFromConfig(cfg)
+	var roleARN *string
+	role, err := roles.CreateRole(ctx, &iam.CreateRoleInput{
 		RoleName:                 aws.String(name),
 		AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}`),
 	})
-	if err != nil {
+	var exists *iamtypes.EntityAlreadyExistsException
+	switch {
+	case err == nil:
+		roleARN = role.Role.Arn
+	case errors.As(err, &exists):
+		// The name is unique to this call: the SDK retried an attempt that
+		// moto had applied (a loaded machine), and the role is ours.
+		got, gerr := roles.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
+		if gerr != nil {
+			t.Fatalf("create role %s: %v; then get it: %v", name, err, gerr)
+		}
+		roleARN = got.Role.Arn
+	default:
 		t.Fatalf("create role %s: %v", name, err)
 	}
 	var buf bytes.Buffer
@@ -230,7 +245,7 @@ func NewFunction(t testing.TB, cfg aws.Config) string {
 	}
 	_, err = lambda.NewFromConfig(cfg).CreateFunction(ctx, &lambda.CreateFunctionInput{
 		FunctionName:  aws.String(name),
-		Role:          role.Role.Arn,
+		Role:          roleARN,
 		Runtime:       lambdatypes.RuntimeProvidedal2023,
 		Handler:       aws.String("bootstrap"),
 		Code:          &lambdatypes.FunctionCode{ZipFile: buf.Bytes()},

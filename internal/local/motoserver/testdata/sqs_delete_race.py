@@ -1,6 +1,6 @@
 # Forces moto 5's SQS delete race in-process and prints "present" when the
 # message sent between two overlapping deletes is still in the queue, "lost"
-# when it vanished. Run by sqsrace_test.go with and without sitecustomize.py.
+# when it vanished. Run by sqsrace_test.go with and without the patches (python/).
 import threading, time
 from moto.sqs import models
 backend = models.sqs_backends["123456789012"]["us-east-1"]

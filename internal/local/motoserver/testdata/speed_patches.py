@@ -1,0 +1,92 @@
+# Runs the code paths python/sqs_once_speed.py changes, in-process, and
+# prints one JSON object: what they answered (which must not change) and
+# what they cost (which must). Run by speed_test.go with and without the
+# patches.
+import json
+import time
+
+from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
+from moto.dynamodb import dynamodb_backends
+from moto.dynamodb.exceptions import ConditionalCheckFailed
+from moto.dynamodb.parsing.tokens import ExpressionTokenizer
+from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto import backends
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.sqs import models
+
+cost = {"queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0}
+answers = {}
+
+
+def counted(name, fn):
+    def wrapper(*args, **kwargs):
+        cost[name] += 1
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+attributes = models.Queue.attributes
+models.Queue.attributes = property(counted("queue_attributes", attributes.fget))
+ExpressionTokenizer.make_list = classmethod(counted("update_tokenizations", ExpressionTokenizer.make_list.__func__))
+lex_one = ConditionExpressionParser._lex_one_node
+
+
+def lex_one_node(self, remaining):
+    if remaining == self.condition_expression:
+        cost["condition_lexes"] += 1
+    return lex_one(self, remaining)
+
+
+ConditionExpressionParser._lex_one_node = lex_one_node
+backends.list_of_moto_modules = counted("module_listings", backends.list_of_moto_modules)
+
+# SQS: a message past its retention period is not delivered, a fresh one is.
+sqs = models.sqs_backends[ACCOUNT]["us-east-1"]
+sqs.create_queue("speed", MessageRetentionPeriod="60")
+for i in range(300):
+    sqs.send_message("speed", "ballast-%d" % i)
+expired = sqs.send_message("speed", "expired")
+expired.sent_timestamp -= 61_000
+cost["queue_attributes"] = 0
+got = []
+while True:
+    batch = sqs.receive_message("speed", 10, 0, 3600)
+    if not batch:
+        break
+    got += [m.body for m in batch]
+answers["sqs_received"] = len(got)
+answers["sqs_expired_delivered"] = "expired" in got
+
+# DynamoDB: one expression text with other values each time, as the lock
+# protocol sends it: the answers follow the values.
+ddb = dynamodb_backends[ACCOUNT]["us-east-1"]
+ddb.create_table(
+    "speed",
+    schema=[{"AttributeName": "k", "KeyType": "HASH"}],
+    attr=[{"AttributeName": "k", "AttributeType": "S"}],
+    throughput=None, indexes=None, global_indexes=None, streams=None,
+    billing_mode="PAY_PER_REQUEST", sse_specification=None, tags=None,
+    deletion_protection_enabled=False, warm_throughput=None,
+)
+outcomes = []
+for old, new in [("-", "a"), ("a", "b"), ("a", "c")]:
+    try:
+        ddb.update_item(
+            "speed", {"k": {"S": "key"}},
+            update_expression="SET #v = :new, #n = if_not_exists(#n, :zero) + :one",
+            expression_attribute_names={"#v": "v", "#n": "n"},
+            expression_attribute_values={":new": {"S": new}, ":old": {"S": old}, ":zero": {"N": "0"}, ":one": {"N": "1"}},
+            condition_expression="attribute_not_exists(#v) OR #v = :old",
+        )
+        outcomes.append("ok")
+    except ConditionalCheckFailed:
+        outcomes.append("refused")
+item = ddb.get_item("speed", {"k": {"S": "key"}})
+answers["ddb_outcomes"] = outcomes
+answers["ddb_item"] = {"v": item.attrs["v"].value, "n": item.attrs["n"].value}
+
+# The dispatcher: the same backend for each host, however often asked.
+app = DomainDispatcherApplication(create_app=None)
+answers["backends"] = [app.get_backend_for_host(h) for h in ["dynamodb", "sqs.us-east-1.amazonaws.com", "dynamodb", "sqs.us-east-1.amazonaws.com"]]
+
+print(json.dumps({"answers": answers, "cost": cost}, sort_keys=True))
