@@ -395,7 +395,7 @@ func TestStackMode(t *testing.T) {
 
 // BenchmarkDemoDefaults measures what `make demo` does after start-up: the
 // default workload through the whole pipeline (the README's timing claim).
-// Run it with: go test -run '^$' -bench DemoDefaults -benchtime 1x ./internal/demo
+// Run it with: go test -run '^$' -bench DemoDefaults -benchtime 1x ./internal/local/demo
 func BenchmarkDemoDefaults(b *testing.B) {
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer

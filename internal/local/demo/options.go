@@ -55,19 +55,19 @@ const TargetSQS = "sqs"
 // lock is renewed every third of its 6 s while the handler runs, so a live
 // invocation never loses it, and an abandoned one frees its key 6 s after
 // its last renewal. Failed records come back after the failure backoff
-// (2 s, then 4 s, then 8 s), not after the 10 s visibility timeout, and a
-// maxReceiveCount of 3 sends a poison message to the DLQ in about 14 s (the
-// template's default is 5).
+// (1-2 s, then 2-4 s), not after the 10 s visibility timeout, and a
+// maxReceiveCount of 3 sends a poison message to the DLQ in about 5 s: its
+// third failure is not delayed (the template's default is 5 receives).
 const (
 	demoFunctionTimeout = 10 * time.Second
 	demoLockTimeout     = 6 * time.Second
 	demoBatchSize       = 10
 	demoFailureBackoff  = 1
 	demoMaxReceiveCount = 3
-	// Two replays, not the template's three: the failure backoff grows to
-	// 8 s by a poison message's third receive, so each round through the DLQ
-	// takes about 14 s, and the poison messages' path would outlast the rest
-	// of the run.
+	// Two replays, not the template's three: each round through the DLQ
+	// takes 5 to 10 s (backoff, replay delay, the pollers' latency), and a
+	// third would make the poison messages' path outlast the rest of the
+	// run.
 	demoMaxAttempts = 2
 	// Replay backoff for the demo: ceilings 2 and 4 s for replays 1 and 2.
 	demoBackoffBase = 1
