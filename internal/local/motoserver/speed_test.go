@@ -1,15 +1,9 @@
 package motoserver_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"testing"
-
-	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 )
 
 // TestSpeedPatchesChangeCostsNotAnswers runs the moto code paths that
@@ -20,38 +14,21 @@ import (
 // one lexing and one parse per expression text, one lookup per host.
 func TestSpeedPatchesChangeCostsNotAnswers(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Fatal("python3 is not on PATH: apt-get install -y python3 python3-pip && pip install 'moto[server]'")
-	}
-	script, err := filepath.Abs(filepath.Join("testdata", "speed_patches.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	py := newPythonRun(t)
 	type result struct {
 		Answers map[string]any
 		Cost    map[string]int
 	}
-	run := func(pythonPath string) result {
+	run := func(patched bool) result {
 		t.Helper()
-		cmd := exec.Command("python3", script)
-		cmd.Dir = t.TempDir()
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "SQS_ONCE_MOTO_PATCHED="+filepath.Join(t.TempDir(), "mark"))
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("python3 %s: %v\n%s\n(moto must be importable by python3: pip install 'moto[server]')", script, err, stderr.String())
-		}
+		out := py.run("speed_patches.py", patched)
 		var r result
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-			t.Fatalf("python3 %s printed %q: %v", script, out.String(), err)
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("speed_patches.py printed %q: %v", out, err)
 		}
 		return r
 	}
-	patchDir := t.TempDir()
-	if err := motoserver.WritePatches(patchDir); err != nil {
-		t.Fatal(err)
-	}
-	plain, patched := run(t.TempDir()), run(patchDir)
+	plain, patched := run(false), run(true)
 
 	if !reflect.DeepEqual(plain.Answers, patched.Answers) {
 		t.Errorf("the patches change moto's answers:\n unpatched %v\n patched   %v", plain.Answers, patched.Answers)

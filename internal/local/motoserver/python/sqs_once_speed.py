@@ -82,6 +82,7 @@ def _dynamodb_parse_cache():
     def _lex_condition_expression(self):
         key = self.condition_expression
         if key not in lexed:
+            _bound(lexed)
             lexed[key] = tuple(lex(self))
         return collections.deque(n._replace(children=list(n.children)) for n in lexed[key])
 
@@ -92,10 +93,21 @@ def _dynamodb_parse_cache():
 
     def make_update_expression(cls, expression_str):
         if expression_str not in parsed:
+            _bound(parsed)
             parsed[expression_str] = make(cls, expression_str)
         return parsed[expression_str]
 
     UpdateExpressionParser.make = classmethod(make_update_expression)
+
+
+# _CACHE_MAX bounds each parse cache: a server that sees ever new texts
+# (a test suite's) starts over rather than grow without end.
+_CACHE_MAX = 4096
+
+
+def _bound(cache):
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
 
 
 def _quiet_request_log():

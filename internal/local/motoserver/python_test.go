@@ -1,0 +1,54 @@
+package motoserver_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+)
+
+// pythonRun runs the scripts of testdata in-process with moto, with and
+// without the patches of python/.
+type pythonRun struct {
+	t       *testing.T
+	patched string // a PYTHONPATH holding the patches
+}
+
+func newPythonRun(t *testing.T) *pythonRun {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is not on PATH: apt-get install -y python3 python3-pip && pip install 'moto[server]'")
+	}
+	dir := t.TempDir()
+	if err := motoserver.WritePatches(dir); err != nil {
+		t.Fatal(err)
+	}
+	return &pythonRun{t: t, patched: dir}
+}
+
+// run runs testdata/script, patched or not, and returns what it printed.
+func (r *pythonRun) run(script string, patched bool) string {
+	t := r.t
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("testdata", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pythonPath := t.TempDir()
+	if patched {
+		pythonPath = r.patched
+	}
+	cmd := exec.Command("python3", abs)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "SQS_ONCE_MOTO_PATCHED="+filepath.Join(t.TempDir(), "mark"))
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("python3 %s: %v\n%s\n(moto must be importable by python3: pip install 'moto[server]')", script, err, stderr.String())
+	}
+	return strings.TrimSpace(out.String())
+}
