@@ -336,7 +336,9 @@ type localRun struct {
 	chaos    *chaosLog
 	w        Workload
 	producer *producer
-	tracker  *Tracker
+	// unsent are the sends drive has not sent (yet), by id.
+	unsent  map[string]bool
+	tracker *Tracker
 	// ledger and biz are the business handler's; target, forwards and
 	// consumer replace them with -target.
 	ledger   *Ledger
@@ -512,6 +514,7 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 	obs := r.observed()
 	obs.Left = left
 	obs.Elapsed = time.Since(r.start)
+	obs.Unsent = r.unsent
 	sum := Summarize(r.w, entries, obs, Evaluation{
 		Mode:            "local",
 		Seed:            r.opts.Seed,
@@ -550,7 +553,9 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 	ctx, cancel := context.WithDeadline(ctx, r.start.Add(wait))
 	defer cancel()
 	var wave0, late []Send
+	r.unsent = map[string]bool{}
 	for _, s := range r.w.Sends {
+		r.unsent[s.ID] = true
 		if s.Wave == 0 {
 			wave0 = append(wave0, s)
 		} else {
@@ -578,6 +583,7 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 			for _, snd := range chunk {
 				if _, ok := ids[snd.ID]; ok {
 					sent = append(sent, snd)
+					delete(r.unsent, snd.ID)
 				}
 			}
 			pending = pending[len(chunk):]

@@ -176,6 +176,9 @@ type Observed struct {
 	Chaos              *ChaosStats
 	// Left is what the queues still hold at the end, by queue role.
 	Left map[string]int
+	// Unsent are the sends the producer never sent (by send id): the run
+	// gave up first.
+	Unsent map[string]bool
 	// Elapsed is how long the run took.
 	Elapsed time.Duration
 }

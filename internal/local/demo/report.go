@@ -35,6 +35,9 @@ type Summary struct {
 	Operator             OpStats        `json:"operator"`
 	Lost                 int            `json:"lost"`
 	LostSends            []string       `json:"lostSends,omitempty"`
+	// NotSent are the sends the producer never sent: the run gave up
+	// first. Neither lost nor processed; the run has failed already.
+	NotSent int `json:"notSent,omitempty"`
 	LeftInQueues         map[string]int `json:"leftInQueues"`
 	Window               Window         `json:"documentedWindow"`
 	// Records are the processor's per-record outcomes, counted as it
@@ -292,6 +295,10 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 			atOperator[a.Key] = append(atOperator[a.Key], a)
 		}
 	}
+	// Keys with no side effect although their handler succeeds, named in
+	// one violation each way: a run that fails for a cause fails for
+	// hundreds of keys, and a thousand lines would hide the cause.
+	var exhausted, missing []string
 	for _, k := range w.Keys {
 		es := effects[k.ID]
 		s.SideEffects.KeysByCount[strconv.Itoa(len(es))]++
@@ -300,17 +307,20 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 			s.SideEffects.ExactlyOnce++
 		case len(es) == 0 && (k.Kind == Poison || k.Kind == Permanent):
 			s.SideEffects.None++
+		case len(es) == 0 && !slices.ContainsFunc(sendsOf[k.ID], func(snd Send) bool { return !obs.Unsent[snd.ID] }):
+			// Never sent: counted by checkSends, explained by the run's
+			// own violation (it gave up).
 		case len(es) == 0:
 			allAtOperator := !slices.ContainsFunc(sendsOf[k.ID], func(snd Send) bool { return len(obs.Operator[snd.ID]) == 0 })
 			if allAtOperator && ev.RetriesOverride {
 				s.SideEffects.Exhausted++
 				break
 			}
-			why := ""
 			if allAtOperator {
-				why = ": every copy ran out of retries and is at the operator queue (the template's retry budget should cover it)"
+				exhausted = append(exhausted, k.ID)
+			} else {
+				missing = append(missing, k.ID)
 			}
-			s.Violations = append(s.Violations, fmt.Sprintf("%s key %s has no side effect, although its handler succeeds%s", k.Kind, k.ID, why))
 		default:
 			s.SideEffects.Multiple++
 			wk, problem := h.explain(k, es, ev.LockHold)
@@ -323,6 +333,12 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 		}
 		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID])...)
 	}
+	if len(missing) > 0 {
+		s.Violations = append(s.Violations, fmt.Sprintf("%d keys have no side effect, although their handler succeeds: %s", len(missing), firstFew(missing)))
+	}
+	if len(exhausted) > 0 {
+		s.Violations = append(s.Violations, fmt.Sprintf("%d keys have no side effect, although their handler succeeds: every copy ran out of retries and is at the operator queue (the template's retry budget should cover it): %s", len(exhausted), firstFew(exhausted)))
+	}
 	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
 }
 
@@ -333,6 +349,8 @@ func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observe
 		switch {
 		case len(obs.Operator[snd.ID]) > 0:
 		case obs.Acked[snd.ID] && len(effects[snd.Key]) > 0:
+		case obs.Unsent[snd.ID]:
+			s.NotSent++
 		case obs.Acked[snd.ID]:
 			s.Lost++
 			s.LostSends = append(s.LostSends, snd.ID+" (deleted from the main queue, but its key has no side effect and it is not at the operator queue)")
@@ -685,6 +703,9 @@ func (s Summary) renderOutcomes(p printer) {
 	p("lost                  %d  [%s]", s.Lost, mark(s.Lost == 0))
 	for _, l := range s.LostSends {
 		p("  %s", l)
+	}
+	if s.NotSent > 0 {
+		p("not sent              %d: the run gave up before sending them", s.NotSent)
 	}
 	left := 0
 	for _, n := range s.LeftInQueues {

@@ -216,7 +216,7 @@ func TestSummarizeViolations(t *testing.T) {
 					}
 				}
 			},
-			want: "has no side effect, although its handler succeeds: every copy ran out of retries",
+			want: "1 keys have no side effect, although their handler succeeds: every copy ran out of retries",
 		},
 		{
 			name:   "a send never deleted and not at the operator is lost",
@@ -234,7 +234,7 @@ func TestSummarizeViolations(t *testing.T) {
 				s := sc.normalSend(1)
 				sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == s.Key })
 			},
-			want: "has no side effect",
+			want: "1 keys have no side effect",
 			check: func(t *testing.T, s Summary) {
 				if !strings.Contains(s.LostSends[0], "no side effect") {
 					t.Errorf("lost sends %v", s.LostSends)
@@ -360,6 +360,73 @@ func TestSummarizeExhaustedRetries(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestSummarizeRunThatGaveUp: when the run gives up before sending part of
+// the workload, those sends are counted as not sent, not as lost, and their
+// keys are not each a violation; keys that were sent and have no side effect
+// are named in one violation, a few of them, however many there are.
+func TestSummarizeRunThatGaveUp(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	sc.obs.Unsent = map[string]bool{}
+	var unsentKeys, missingKeys []string
+	for _, snd := range sc.w.Sends {
+		if sc.w.KeyIndex()[snd.Key].Kind != Normal {
+			continue
+		}
+		switch {
+		case len(unsentKeys) < 3 || slices.Contains(unsentKeys, snd.Key):
+			// Never sent: no side effect, never deleted.
+			sc.obs.Unsent[snd.ID] = true
+			if !slices.Contains(unsentKeys, snd.Key) {
+				unsentKeys = append(unsentKeys, snd.Key)
+			}
+		case len(missingKeys) < 12 || slices.Contains(missingKeys, snd.Key):
+			// Sent and deleted, but no side effect: a violation.
+			if !slices.Contains(missingKeys, snd.Key) {
+				missingKeys = append(missingKeys, snd.Key)
+			}
+		default:
+			continue
+		}
+		delete(sc.obs.Acked, snd.ID)
+		sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == snd.Key })
+	}
+	if len(missingKeys) < 12 {
+		t.Fatalf("the scenario has %d normal keys to leave without a side effect, want 12", len(missingKeys))
+	}
+	s := sc.summarize()
+	unsent := len(sc.obs.Unsent)
+	if s.NotSent != unsent {
+		t.Errorf("not sent %d, want %d", s.NotSent, unsent)
+	}
+	var missingSends int
+	for _, snd := range sc.w.Sends {
+		if slices.Contains(missingKeys, snd.Key) {
+			missingSends++
+		}
+	}
+	if s.Lost != missingSends {
+		t.Errorf("lost %d, want %d: the sends never deleted, not those never sent", s.Lost, missingSends)
+	}
+	var lines []string
+	for _, v := range s.Violations {
+		if strings.Contains(v, "no side effect") {
+			lines = append(lines, v)
+		}
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "12 keys have no side effect") || !strings.Contains(lines[0], "... and 2 more") {
+		t.Errorf("violations about keys without a side effect: %q, want one naming 10 of the 12", lines)
+	}
+	for _, k := range unsentKeys {
+		if strings.Contains(strings.Join(s.Violations, "\n"), k) {
+			t.Errorf("key %s, never sent, is named in a violation: %v", k, s.Violations)
+		}
+	}
+	if text := s.Render(); !strings.Contains(text, fmt.Sprintf("not sent              %d: the run gave up before sending them", unsent)) {
+		t.Errorf("report lacks the not-sent line:\n%s", text)
 	}
 }
 
