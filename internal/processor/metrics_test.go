@@ -272,6 +272,27 @@ func TestMetricsCountEachFate(t *testing.T) {
 			want: counts{"Processed": 1, "Failed": 2, "Failed/handler-error": 2, "BackoffApplied": 2},
 		},
 		{
+			name:      "failure on the last receive before the DLQ: left visible, counted as applied",
+			configure: func(c *processor.Config) { c.FailureBackoffBase = 10 * time.Second },
+			run: func(t *testing.T, b *bundle) int {
+				dlq := mototest.NewQueue(t, b.aws, false, nil)
+				url, ev := receiveEvent(t, b, map[string]string{
+					"RedrivePolicy": `{"deadLetterTargetArn":"` + mototest.QueueARN(t, b.aws, dlq) + `","maxReceiveCount":"1"}`,
+				}, "fails")
+				b.cfg.QueueURL = url
+				b.handler = b.newHandler(t)
+				b.business.errs[ev.Records[0].MessageId] = errors.New("downstream 503")
+				if resp, err := b.handler.Handle(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 1 {
+					t.Fatalf("Handle = %v, %v", resp, err)
+				}
+				if !strings.Contains(b.logs.String(), "failed record left visible") {
+					t.Errorf("no log line says the record was left visible:\n%s", b.logs.String())
+				}
+				return 1
+			},
+			want: counts{"Failed": 1, "Failed/handler-error": 1, "BackoffApplied": 1},
+		},
+		{
 			name:      "failure backoff SQS refuses: not counted",
 			configure: func(c *processor.Config) { c.FailureBackoffBase = 10 * time.Second },
 			run: func(t *testing.T, b *bundle) int {

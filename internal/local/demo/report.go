@@ -345,7 +345,7 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 // checkSends accounts for every send: deleted by the processor once its
 // key's side effect happened, at the operator queue, or lost.
 func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observed) {
-	var neverDeleted []int // indexes into LostSends
+	var neverDeleted []string
 	for _, snd := range w.Sends {
 		switch {
 		case len(obs.Operator[snd.ID]) > 0:
@@ -356,9 +356,7 @@ func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observe
 			s.Lost++
 			s.LostSends = append(s.LostSends, snd.ID+" (deleted from the main queue, but its key has no side effect and it is not at the operator queue)")
 		default:
-			s.Lost++
-			neverDeleted = append(neverDeleted, len(s.LostSends))
-			s.LostSends = append(s.LostSends, snd.ID+" (never deleted by the processor, not at the operator queue)")
+			neverDeleted = append(neverDeleted, snd.ID)
 		}
 	}
 	// A run that gave up with messages still queued has not lost them: as
@@ -368,16 +366,17 @@ func (s *Summary) checkSends(w Workload, effects map[string][]Entry, obs Observe
 	for _, n := range obs.Left {
 		left += n
 	}
-	if queued := min(left, len(neverDeleted)); queued > 0 {
-		s.Lost -= queued
-		if queued == len(s.LostSends) {
-			s.LostSends = nil
-		}
-		for _, i := range neverDeleted {
-			if i < len(s.LostSends) {
-				s.LostSends[i] = strings.TrimSuffix(s.LostSends[i], ")") + ": one of the messages left in the queues, or lost)"
-			}
-		}
+	queued := min(left, len(neverDeleted))
+	if queued == len(neverDeleted) {
+		return
+	}
+	s.Lost += len(neverDeleted) - queued
+	where := "never deleted by the processor, not at the operator queue"
+	if queued > 0 {
+		where += ": one of the messages left in the queues, or lost"
+	}
+	for _, id := range neverDeleted {
+		s.LostSends = append(s.LostSends, id+" ("+where+")")
 	}
 }
 
