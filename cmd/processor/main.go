@@ -1,13 +1,14 @@
 // Command processor is the Lambda function that consumes the main queue
-// through the idempotency table. It is the first user of package sqsonce,
-// and uses nothing else of this module: replace handleMessage with your side
-// effect, or write the same few lines in your own module. With TARGET set,
-// the records go to that target (an existing consumer function, a queue, a
-// topic or a bus) instead of handleMessage.
+// through the idempotency table. It is a thin user of package sqsonce:
+// replace handleMessage with your side effect, or write the same few lines
+// in your own module. With TARGET set, the records go to that target (an
+// existing consumer function, a queue, a topic or a bus, package
+// sqsonce/target) instead of handleMessage.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // exitBadConfig ends the init phase when the environment is wrong, so Lambda
@@ -25,7 +27,7 @@ const exitBadConfig = 2
 
 func main() {
 	slog.SetDefault(lambdacontext.NewLogger())
-	p, err := newProcessor(context.Background())
+	p, err := newProcessor(context.Background(), os.LookupEnv)
 	if err != nil {
 		slog.Error("invalid configuration", "error", err)
 		os.Exit(exitBadConfig)
@@ -33,21 +35,25 @@ func main() {
 	lambda.Start(p.Handle)
 }
 
-// newProcessor is sqsonce.FromEnv, with handleMessage only when no TARGET
-// takes the records (and so, like FromEnv, with metrics on standard output).
-func newProcessor(ctx context.Context) (*sqsonce.Processor, error) {
-	cfg, err := sqsonce.ConfigFromEnv(os.LookupEnv)
-	if err != nil {
-		return nil, err
+// newProcessor is sqsonce.FromEnv, with TARGET read by target.FromEnv:
+// handleMessage runs only when no target takes the records.
+func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqsonce.Processor, error) {
+	cfg, err := sqsonce.ConfigFromEnv(lookup)
+	awsCfg, awsErr := config.LoadDefaultConfig(ctx)
+	if awsErr != nil {
+		return nil, fmt.Errorf("load the AWS configuration: %w", awsErr)
 	}
-	if cfg.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
-		return nil, fmt.Errorf("load the AWS configuration: %w", err)
+	t, terr := target.FromEnv(lookup, awsCfg, slog.Default())
+	if err != nil || terr != nil {
+		// Every bad variable at once, the target's too.
+		return nil, errors.Join(err, terr)
 	}
+	cfg.AWS = awsCfg
 	// CloudWatch Logs extracts the metrics from the function's output.
 	cfg.Metrics = os.Stdout
 	var h sqsonce.Handler = handleMessage
-	if cfg.Target != "" {
-		h = nil
+	if t != nil {
+		cfg.Target, h = t, nil
 	}
 	return sqsonce.New(cfg, h)
 }

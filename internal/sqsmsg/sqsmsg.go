@@ -2,8 +2,10 @@ package sqsmsg
 
 import (
 	"encoding/base64"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -144,5 +146,28 @@ func (e *Entry) SetAttribute(name string, v sqstypes.MessageAttributeValue) bool
 		e.Attributes = map[string]sqstypes.MessageAttributeValue{}
 	}
 	e.Attributes[name] = v
+	return true
+}
+
+// SameQueue reports whether queueURL, https://sqs.<region>.amazonaws.com/<account>/<name>
+// or any endpoint's /<account>/<name>, names the queue of arn, by account
+// and name, and by region where the URL's host names one.
+func SameQueue(queueURL, arn string) bool {
+	parts := strings.Split(arn, ":")
+	u, err := url.Parse(queueURL)
+	if len(parts) != 6 || err != nil {
+		return false
+	}
+	path := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(path) != 2 || path[0] != parts[4] || path[1] != parts[5] {
+		return false
+	}
+	host := strings.Split(u.Hostname(), ".")
+	switch {
+	case len(host) >= 3 && host[0] == "sqs": // sqs.<region>.amazonaws.com
+		return host[1] == parts[3]
+	case len(host) >= 3 && host[1] == "queue": // the legacy <region>.queue.amazonaws.com
+		return host[0] == parts[3]
+	}
 	return true
 }

@@ -1,0 +1,53 @@
+package sqsonce
+
+import (
+	"time"
+
+	"github.com/sqs-once/sqs-once/internal/lru"
+)
+
+// completedCache remembers, in this process, keys seen COMPLETED and until
+// when, so that a warm Lambda execution environment answers a repeated
+// duplicate without a table call. Its trade-off: a record deleted by hand (to
+// let a key run again) is still a duplicate here until its window ends, in
+// every warm environment that saw it.
+type completedCache struct {
+	entries *lru.Cache[string, completion]
+}
+
+type completion struct {
+	until       time.Time
+	payloadHash string
+}
+
+// newCompletedCache returns a cache of at most size keys (least recently
+// used evicted first).
+func newCompletedCache(size int) *completedCache {
+	return &completedCache{entries: lru.New[string, completion](size)}
+}
+
+// held is the cached refusal of key at now: a *HeldError for a duplicate, a
+// *PayloadMismatchError for another payload, nil when the cache cannot say.
+func (c *completedCache) held(id, payloadHash string, now time.Time) error {
+	if c == nil {
+		return nil
+	}
+	done, ok := c.entries.Get(id)
+	if !ok {
+		return nil
+	}
+	if !now.Before(done.until) {
+		c.entries.Remove(id)
+		return nil
+	}
+	if payloadHash != "" && done.payloadHash != "" && done.payloadHash != payloadHash {
+		return &PayloadMismatchError{ID: id, Status: StatusCompleted}
+	}
+	return &HeldError{Record: Record{ID: id, Status: StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash}}
+}
+
+func (c *completedCache) add(id string, until time.Time, payloadHash string) {
+	if c != nil {
+		c.entries.Add(id, completion{until: until, payloadHash: payloadHash})
+	}
+}

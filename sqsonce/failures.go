@@ -1,0 +1,217 @@
+package sqsonce
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+)
+
+// The operator queue's vocabulary: the attributes a forwarded message
+// carries, and the reasons the processor gives in AttrReason.
+const (
+	// AttrReason is the attribute that says why a message was forwarded.
+	AttrReason = sqsmsg.AttrReason
+	// AttrOriginalMessageID is the id of the message as first sent; copies
+	// of one message (replays, a retried send) share it.
+	AttrOriginalMessageID = sqsmsg.AttrOriginalMessageID
+	// ReasonPermanent: the Handler marked its failure Permanent.
+	ReasonPermanent = "permanent-error"
+	// ReasonPayloadMismatch: the key was seen with another body.
+	ReasonPayloadMismatch = "payload-mismatch"
+	// ReasonTargetRefused: the target refused the message for a reason no
+	// retry fixes (access denied, no such destination, too large).
+	ReasonTargetRefused = "target-refused"
+)
+
+// maxVisibility is the longest failure backoff. SQS refuses a visibility
+// timeout reaching past 12 hours from the receive; the receive happened at
+// most a Lambda timeout (15 min) plus a batching window (5 min) ago.
+const maxVisibility = 12*time.Hour - 20*time.Minute
+
+// inFlightLimit is how long SQS lets a message stay in flight, and
+// visibilitySkew the margin kept from it for the clocks of Lambda and SQS.
+const (
+	inFlightLimit  = 12 * time.Hour
+	visibilitySkew = time.Minute
+)
+
+// visibilityLeft is the longest visibility timeout SQS still accepts for msg
+// at now: 12 hours counted from its first receive (conservatively: SQS counts
+// from the receive of this receipt handle, which is no earlier), less a
+// margin. A record without its first-receive time gets maxVisibility.
+func visibilityLeft(msg events.SQSMessage, now time.Time) time.Duration {
+	ms, err := strconv.ParseInt(msg.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64)
+	if err != nil {
+		return maxVisibility
+	}
+	return min(maxVisibility, inFlightLimit-visibilitySkew-now.Sub(time.UnixMilli(ms)))
+}
+
+// failureBackoff is the visibility delay of a failed record. Equal jitter,
+// not full: the point is to slow a poison message down, and full jitter
+// could make it visible again at once.
+func failureBackoff(base time.Duration) jitter.Policy {
+	return jitter.Policy{Base: base, Rate: 2, Cap: maxVisibility, Strategy: jitter.Equal}
+}
+
+// forwardsInFlight is how many SendMessageBatch calls to the operator queue
+// run at once.
+const forwardsInFlight = 10
+
+// forwardPermanent sends the records marked toOperator to the operator queue
+// in batches. A record the queue did not accept is retried instead: it is
+// deleted only once the operator queue holds it.
+func (p *Processor) forwardPermanent(ctx context.Context, records []events.SQSMessage, outcomes []outcome) {
+	var entries []sqsmsg.Entry
+	index := map[string]int{}
+	for i, o := range outcomes {
+		if o.verdict != toOperator {
+			continue
+		}
+		entries = append(entries, sqsmsg.ForwardEntry(records[i], p.cfg.OperatorQueueURL, o.reason))
+		index[records[i].MessageId] = i
+	}
+	if len(entries) == 0 {
+		return
+	}
+	// Ten calls at once: the forwards run in the invocation's reserve, which
+	// a large batch's sends one after another could outlast.
+	failed := sqsmsg.SendBatches(ctx, p.sqs, forwardsInFlight, sqsmsg.Batch{QueueURL: p.cfg.OperatorQueueURL, Entries: entries})
+	for _, e := range entries {
+		i := index[e.RecordID]
+		if err, ok := failed[e.RecordID]; ok {
+			p.log.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
+			outcomes[i].verdict, outcomes[i].metric, outcomes[i].failure = retry, MetricFailed, FailureForward
+			continue
+		}
+		p.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", outcomes[i].reason)
+		outcomes[i].verdict, outcomes[i].metric = done, MetricForwardedToOperator
+	}
+}
+
+// delayRetries hides failed records for a backoff that grows with their
+// receive count, and returns how many SQS confirmed. A failure here only
+// costs the backoff: the records are retried after the queue's own
+// visibility timeout.
+//
+// A record that failed on the last receive the consumed queue's redrive
+// policy allows is made visible at once instead (dueForDLQ): its next
+// receive moves it to the dead-letter queue, and the longest backoff of its
+// life would only have kept it from there.
+func (p *Processor) delayRetries(ctx context.Context, failed []events.SQSMessage) (applied int) {
+	if p.cfg.FailureBackoffBase <= 0 || len(failed) == 0 {
+		return 0
+	}
+	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
+		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
+		if err != nil {
+			p.log.WarnContext(ctx, "failure backoff skipped", "error", err)
+			continue
+		}
+		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL)}
+		for i, msg := range chunk {
+			receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+			delay := time.Duration(math.Ceil(p.backoff.Delay(max(receives, 1), p.rand()).Seconds())) * time.Second
+			if p.dueForDLQ(msg, receives) {
+				delay = 0
+			}
+			if left := visibilityLeft(msg, p.now()).Truncate(time.Second); delay > left {
+				if left <= 0 {
+					p.log.WarnContext(ctx, "failure backoff skipped: the message has been in flight for nearly SQS's 12 hours; it retries after the visibility timeout",
+						"messageId", msg.MessageId, "firstReceive", msg.Attributes["ApproximateFirstReceiveTimestamp"])
+					continue
+				}
+				delay = left
+			}
+			in.Entries = append(in.Entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+				Id:                aws.String(strconv.Itoa(i)),
+				ReceiptHandle:     aws.String(msg.ReceiptHandle),
+				VisibilityTimeout: int32(delay / time.Second),
+			})
+		}
+		if len(in.Entries) == 0 {
+			continue
+		}
+		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in)
+		if err != nil {
+			p.log.WarnContext(ctx, "failure backoff not applied; records retry after the visibility timeout", "error", err, "records", len(chunk))
+			continue
+		}
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			p.log.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
+				"code", aws.ToString(f.Code), "error", aws.ToString(f.Message))
+		}
+		// Only SQS's word counts: an entry it lists as neither failed nor
+		// successful was not confirmed.
+		for _, ok := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(ok.Id))
+			for _, e := range in.Entries {
+				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
+					if e.VisibilityTimeout == 0 {
+						p.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
+							"messageId", chunk[i].MessageId, "receiveCount", chunk[i].Attributes["ApproximateReceiveCount"])
+					} else {
+						p.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+					}
+					applied++
+				}
+			}
+		}
+	}
+	return applied
+}
+
+// dueForDLQ reports whether msg failed on the last receive the redrive
+// policy of the queue named by QueueURL allows, as read at the first event.
+// A policy changed since then costs no message: a lower maxReceiveCount
+// dead-letters the record before this applies, a higher one retries it
+// without the backoff.
+func (p *Processor) dueForDLQ(msg events.SQSMessage, receives int) bool {
+	limit := p.maxReceives.Load()
+	return limit > 0 && int64(receives) >= limit && sqsmsg.SameQueue(p.cfg.QueueURL, msg.EventSourceARN)
+}
+
+// chunks yields consecutive records of one queue, at most n at a time. All
+// records of a Lambda event come from one queue, but the check keeps a
+// ChangeMessageVisibilityBatch from ever mixing two.
+func chunks(records []events.SQSMessage, n int) func(func([]events.SQSMessage) bool) {
+	return func(yield func([]events.SQSMessage) bool) {
+		for start := 0; start < len(records); {
+			end := start + 1
+			for end < len(records) && end-start < n && records[end].EventSourceARN == records[start].EventSourceARN {
+				end++
+			}
+			if !yield(records[start:end]) {
+				return
+			}
+			start = end
+		}
+	}
+}
+
+// queueURLFromARN derives the queue URL the SQS API expects from a record's
+// eventSourceARN, arn:<partition>:sqs:<region>:<account>:<name>. The SDK
+// sends the request to its configured endpoint; the URL names the queue.
+func queueURLFromARN(arn string) (string, error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
+		return "", fmt.Errorf("eventSourceARN %q is not an SQS queue ARN", arn)
+	}
+	domain := "amazonaws.com"
+	if parts[1] == "aws-cn" {
+		domain = "amazonaws.com.cn"
+	}
+	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", parts[3], domain, parts[4], parts[5]), nil
+}

@@ -1,0 +1,383 @@
+package sqsonce
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sqs-once/sqs-once/internal/leasectx"
+)
+
+// Defaults and margins of the lock.
+const (
+	// DefaultDedupeWindow is how long a completed key suppresses duplicates
+	// when Config.DedupeWindow is zero.
+	DefaultDedupeWindow = 24 * time.Hour
+	// deadlineMargin extends a lock past the invocation's deadline, for clock
+	// skew between the host that takes the lock and the one that checks it.
+	deadlineMargin = 5 * time.Second
+	// noDeadlineLockTimeout bounds the lock of a context without a deadline:
+	// Lambda's longest timeout, so a lock is never open-ended.
+	noDeadlineLockTimeout = 15 * time.Minute
+	// maxCompletionReserve is the most of an invocation's remaining time kept
+	// back from the handler for writing its outcome (a tenth of it, at most
+	// this).
+	maxCompletionReserve = 2 * time.Second
+)
+
+// lockOutcome says what the lock did with a key.
+type lockOutcome int
+
+const (
+	// processed: fn succeeded and the key is COMPLETED.
+	processed lockOutcome = iota + 1
+	// processedUnrecorded: fn succeeded but the completion could not be
+	// written; the lock expires later and a redelivery would run fn again.
+	processedUnrecorded
+	// duplicate: the key was already COMPLETED; fn did not run.
+	duplicate
+	// payloadMismatch: the key is held for another payload; fn did not run.
+	payloadMismatch
+	// inProgress: another holder has a live lock; fn did not run.
+	inProgress
+	// failed: fn returned an error (see lockResult.err); the lock was
+	// released or, if releasing failed, expires on its own.
+	failed
+	// notAcquired: the store failed or is misconfigured (err matches
+	// ErrUnavailable or ErrMisconfigured), so fn did not run.
+	notAcquired
+)
+
+func (o lockOutcome) String() string {
+	switch o {
+	case processed:
+		return "processed"
+	case processedUnrecorded:
+		return "processed-unrecorded"
+	case duplicate:
+		return "duplicate"
+	case payloadMismatch:
+		return "payload-mismatch"
+	case inProgress:
+		return "in-progress"
+	case failed:
+		return "failed"
+	case notAcquired:
+		return "not-acquired"
+	}
+	return fmt.Sprintf("lockOutcome(%d)", int(o))
+}
+
+// lockResult is what the lock did, with its detail.
+type lockResult struct {
+	outcome lockOutcome
+	// err is fn's error for failed, the store's for notAcquired and
+	// processedUnrecorded, the refusal for duplicate, inProgress and
+	// payloadMismatch.
+	err error
+	// releaseErr is set when failed could not release the lock.
+	releaseErr error
+	// tookOver: the lock replaced an expired lock or an ended window.
+	tookOver bool
+	// fence is the fencing token of the lock this call took (0 if none).
+	fence int64
+	// cached: duplicate or payloadMismatch was answered by the local
+	// cache, without a store call.
+	cached bool
+	// lockExpiresAt is when the lock this call took ends (zero if none),
+	// as last renewed.
+	lockExpiresAt time.Time
+	// lockLost: while fn ran, a renewal found the lock taken over, or could
+	// not renew it before it expired; fn's context was cancelled with
+	// ErrLockLost as its cause.
+	lockLost bool
+}
+
+// locker runs functions at most once per key within the dedupe window, as
+// far as the lock protocol allows (docs: the guarantees).
+type locker struct {
+	store  Store
+	prefix string
+	// lockTimeout, when positive, is the lock's length, and the lock is
+	// renewed every third of it while fn runs; otherwise the lock lasts
+	// until the context's deadline plus deadlineMargin and is not renewed.
+	lockTimeout time.Duration
+	window      time.Duration
+	now         func() time.Time
+	// sleep waits between attempts to record a completion. It must return
+	// early with ctx's error when ctx ends.
+	sleep func(ctx context.Context, d time.Duration) error
+	// after has the signature of time.After; the renewal waits on it, so
+	// tests drive renewals with a fake clock.
+	after func(d time.Duration) <-chan time.Time
+	// cache, when set, answers repeated duplicates without a store call.
+	cache *completedCache
+	// newOwner makes the token that identifies one acquisition.
+	newOwner func() string
+}
+
+// completeAttempts bounds the retries of a completion write that failed for
+// a reason other than a lost lock.
+const completeAttempts = 4
+
+// do acquires key, runs fn under the lock and records the outcome. fn runs
+// only while this call holds the lock, and never when the store is failing.
+// Only fn returning nil counts as success: a panic, or an exit through
+// runtime.Goexit, is a failure and releases the lock. A key held for
+// another payloadHash ("" validates nothing) is payloadMismatch, not
+// duplicate. fn's context carries the key and fencing token (Key, Fence).
+func (g *locker) do(ctx context.Context, key, payloadHash string, fn func(context.Context) error) lockResult {
+	h, res := g.acquire(ctx, key, payloadHash)
+	if h == nil {
+		return res
+	}
+	return h.finish(ctx, run(h.ctx, fn))
+}
+
+// hold is a key's lock taken by acquire, renewed while it is held, until
+// finish records the work's outcome or abandon leaves the lock to expire.
+// It lets work that is not one function call (one delivery for a whole
+// batch of keys) run under the same protocol as do.
+type hold struct {
+	g           *locker
+	key         string
+	payloadHash string
+	// ctx is the work's: it carries the key and fence, ends early enough to
+	// leave time for recording the outcome, and is cancelled with
+	// ErrLockLost as its cause when the lock is lost.
+	ctx         context.Context
+	lease       Lease
+	cancel      context.CancelFunc
+	lose        context.CancelCauseFunc
+	stopRenewal func() (Lease, error)
+	ended       bool
+}
+
+// acquire takes key's lock. When the lock is taken it returns a hold, which
+// must be ended with finish or abandon; otherwise nil and the final result
+// (duplicate, payloadMismatch, inProgress or notAcquired). ctx is the one
+// the lock is renewed under: it must outlive the work.
+func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, lockResult) {
+	now := g.now()
+	id := RecordID(g.prefix, key)
+	if err := g.cache.held(id, payloadHash, now); err != nil {
+		if errors.Is(err, ErrPayloadMismatch) {
+			return nil, lockResult{outcome: payloadMismatch, err: err, cached: true}
+		}
+		return nil, lockResult{outcome: duplicate, err: err, cached: true}
+	}
+	lease, err := g.store.Acquire(ctx, AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: g.lockUntil(ctx, now)})
+	var held *HeldError
+	switch {
+	case errors.As(err, &held):
+		if stored := held.Record.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
+			return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: held.Record.Status}}
+		}
+		if held.Record.Status == StatusCompleted {
+			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash)
+			return nil, lockResult{outcome: duplicate, err: err}
+		}
+		return nil, lockResult{outcome: inProgress, err: err}
+	case err != nil:
+		if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrMisconfigured) {
+			// A store of a user's own that returns its own errors: the
+			// lock was not taken, and a retry is the safe reading.
+			err = &StoreError{Op: "acquire", ID: id, Err: err}
+		}
+		return nil, lockResult{outcome: notAcquired, err: err}
+	}
+	workCtx, cancel := g.handlerContext(ctx, now)
+	workCtx, lose := context.WithCancelCause(workCtx)
+	return &hold{
+		g:           g,
+		key:         key,
+		payloadHash: payloadHash,
+		ctx:         leasectx.With(workCtx, leasectx.Lease{Key: key, Fence: lease.Fence}),
+		lease:       lease,
+		cancel:      cancel,
+		lose:        lose,
+		stopRenewal: g.renewWhileRunning(ctx, lease, lose),
+	}, lockResult{}
+}
+
+// end stops the renewal and returns the lease as last renewed.
+func (h *hold) end() (Lease, error) {
+	if h.ended {
+		panic("sqsonce: hold ended twice")
+	}
+	h.ended = true
+	lease, lostErr := h.stopRenewal()
+	h.lose(nil)
+	h.cancel()
+	return lease, lostErr
+}
+
+// finish records the work's outcome: workErr nil completes the key (the
+// outcome is processed, or processedUnrecorded when the completion could
+// not be written), any error releases the lock (failed). ctx bounds the
+// store calls. Call it once.
+func (h *hold) finish(ctx context.Context, workErr error) lockResult {
+	lease, lostErr := h.end()
+	g := h.g
+	res := lockResult{tookOver: lease.TookOver, fence: lease.Fence, lockExpiresAt: lease.LockExpiresAt, lockLost: lostErr != nil}
+	if workErr != nil {
+		res.outcome, res.err = failed, workErr
+		res.releaseErr = g.store.Release(ctx, lease, g.now())
+		return res
+	}
+	until, err := g.complete(ctx, lease)
+	if err != nil {
+		res.outcome, res.err = processedUnrecorded, err
+		return res
+	}
+	g.cache.add(lease.ID, until, h.payloadHash)
+	res.outcome = processed
+	return res
+}
+
+// abandon stops renewing the lock and leaves it held until it expires,
+// writing nothing: for work whose outcome is unknown (a call that may have
+// been applied but did not answer). Releasing would let the next delivery
+// run at once, while the first attempt may still be acting; the expiry
+// gives it its time. It returns the lease as last renewed. Call it once,
+// instead of finish.
+func (h *hold) abandon() Lease {
+	lease, _ := h.end()
+	return lease
+}
+
+// run calls fn and reports how it ended. fn runs on a goroutine of its own
+// so that runtime.Goexit ends only fn, and is seen: an outcome that defaults
+// to success would let such an exit delete the message with the lock held.
+func run(ctx context.Context, fn func(context.Context) error) error {
+	ended := make(chan error, 1)
+	go func() {
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			if p := recover(); p != nil {
+				ended <- &PanicError{Value: p, Stack: debug.Stack()}
+				return
+			}
+			ended <- ErrExited
+		}()
+		err := fn(ctx)
+		returned = true
+		ended <- err
+	}()
+	return <-ended
+}
+
+// renewWhileRunning renews the lease every third of lockTimeout until the
+// returned stop is called, which returns the lease as last renewed and, if
+// the lock was lost, why. When a renewal is refused because the lock was
+// taken over, or the lock reaches its expiry without a renewal getting
+// through, lose cancels fn's context with ErrLockLost. A transient failure
+// is retried at the next tick, while the lock still runs.
+func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, lose context.CancelCauseFunc) (stop func() (Lease, error)) {
+	if g.lockTimeout <= 0 {
+		return func() (Lease, error) { return lease, nil }
+	}
+	renewCtx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	var lost error
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-g.after(g.lockTimeout / 3):
+			}
+			renewed, err := g.store.Renew(renewCtx, lease, g.now().Add(g.lockTimeout))
+			if renewCtx.Err() != nil {
+				return
+			}
+			switch {
+			case err == nil:
+				lease = renewed
+				continue
+			case errors.Is(err, ErrLockLost):
+				lost = err
+			case !g.now().Before(lease.LockExpiresAt):
+				lost = fmt.Errorf("%w: not renewed before it expired at %s: %w", ErrLockLost, lease.LockExpiresAt.UTC().Format(time.RFC3339Nano), err)
+			default:
+				continue
+			}
+			lose(lost)
+			return
+		}
+	}()
+	return func() (Lease, error) {
+		cancel()
+		<-finished
+		return lease, lost
+	}
+}
+
+// complete retries a failed completion write within ctx's deadline: fn's
+// side effect has happened, and every lost completion opens a duplicate
+// window. It returns the end of the window it wrote.
+func (g *locker) complete(ctx context.Context, lease Lease) (time.Time, error) {
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		until := g.now().Add(g.window)
+		err := g.store.Complete(ctx, lease, until)
+		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
+			return until, err
+		}
+		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
+			return until, err
+		}
+		if serr := g.sleep(ctx, delay); serr != nil {
+			return until, errors.Join(err, serr)
+		}
+		delay *= 2
+	}
+}
+
+// handlerContext keeps back part of the invocation's remaining time from
+// fn, so that a handler finishing at its deadline still leaves time to
+// record the completion instead of opening a duplicate window.
+func (g *locker) handlerContext(ctx context.Context, now time.Time) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(maxCompletionReserve, deadline.Sub(now)/10)
+	return context.WithDeadline(ctx, deadline.Add(-reserve))
+}
+
+func (g *locker) lockUntil(ctx context.Context, now time.Time) time.Time {
+	if g.lockTimeout > 0 {
+		return now.Add(g.lockTimeout)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline.Add(deadlineMargin)
+	}
+	return now.Add(noDeadlineLockTimeout)
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func randomOwner() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

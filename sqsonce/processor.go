@@ -1,0 +1,416 @@
+package sqsonce
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/leasectx"
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
+)
+
+// Handler is your code for one SQS message. Return nil when its side effect
+// is done, an error to have the message retried, or Permanent(err) for one
+// that no retry can fix. A panic or runtime.Goexit counts as an error. Key and
+// Fence read the message's idempotency key and fencing token from ctx. A
+// message whose key cannot be read (Config.Key names a member its body lacks)
+// never reaches the Handler: it is retried, and ends in the dead-letter queue.
+type Handler func(ctx context.Context, msg events.SQSMessage) error
+
+// SQSAPI is the part of the SQS client the processor uses: forwarding to the
+// operator queue, delaying failed records, and checking the consumed queue's
+// settings.
+type sqsAPI interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+var _ sqsAPI = (*sqs.Client)(nil)
+
+// deps are what a test replaces besides the Config: the SQS client, the
+// renewal's timer, the completion's sleep. Zero values mean the real ones.
+type deps struct {
+	sqs   sqsAPI
+	after func(d time.Duration) <-chan time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Processor runs a Handler (or hands records to a Target) for SQS events,
+// and any function with Do, under the idempotency lock. It is safe for
+// concurrent use; build one per process.
+type Processor struct {
+	cfg     Config
+	lock    *locker
+	sqs     sqsAPI
+	handler Handler
+	target  Target
+	rand    func() float64
+	backoff jitter.Policy
+	log     *slog.Logger
+	// queueChecked makes checkQueue run once per execution environment.
+	queueChecked sync.Once
+	// maxReceives is the consumed queue's maxReceiveCount as checkQueue
+	// read it; 0 while unknown.
+	maxReceives atomic.Int64
+}
+
+// New builds a Processor from cfg. h may be nil for a Processor used only
+// with Do, or one whose Config.Target receives the records. An invalid cfg
+// is an error naming every bad field (or, for a Config from ConfigFromEnv,
+// its variable).
+func New(cfg Config, h Handler) (*Processor, error) {
+	return newProcessor(cfg, h, deps{})
+}
+
+func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
+	cfg, err := cfg.check(h != nil)
+	if err != nil {
+		return nil, cfg.envError(err)
+	}
+	store := cfg.Store
+	if store == nil {
+		store = NewDynamoDBStore(dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }), cfg.Table)
+	}
+	if d.sqs == nil && cfg.needsSQS() {
+		d.sqs = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+	}
+	if d.sqs != nil {
+		d.sqs = budgetedSQS{d.sqs}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if d.after == nil {
+		d.after = time.After
+	}
+	if d.sleep == nil {
+		d.sleep = sleepCtx
+	}
+	var cache *completedCache
+	if cfg.LocalCache > 0 {
+		cache = newCompletedCache(cfg.LocalCache)
+	}
+	return &Processor{
+		cfg: cfg,
+		lock: &locker{
+			store:       store,
+			prefix:      cfg.KeyPrefix,
+			lockTimeout: cfg.LockTimeout,
+			window:      cfg.DedupeWindow,
+			now:         cfg.Now,
+			sleep:       d.sleep,
+			after:       d.after,
+			cache:       cache,
+			newOwner:    randomOwner,
+		},
+		sqs:     d.sqs,
+		handler: h,
+		target:  cfg.Target,
+		rand:    cfg.Rand,
+		backoff: failureBackoff(cfg.FailureBackoffBase),
+		log:     cfg.Logger,
+	}, nil
+}
+
+func (p *Processor) now() time.Time { return p.cfg.Now() }
+
+// verdict is what the record's fate in the batch response will be. The zero
+// value is a failure: a record whose processing ended in any way other than
+// an explicit outcome is retried, never deleted.
+type verdict int
+
+const (
+	retry      verdict = iota // listed in batchItemFailures
+	done                      // deleted by SQS
+	toOperator                // forwarded, then deleted; retried if forwarding fails
+)
+
+type outcome struct {
+	verdict verdict
+	reason  string // the operator queue's sqs-once-reason, for toOperator
+	// metric is what the record counts as (metrics.go), failure the
+	// Reason of MetricFailed, and lockLost whether its lock was lost while
+	// its handler ran.
+	metric   string
+	failure  string
+	lockLost bool
+}
+
+// retried is the outcome of a record reported failed for reason (one of
+// the Failure constants), so SQS delivers it again.
+func retried(reason string) outcome {
+	return outcome{verdict: retry, metric: MetricFailed, failure: reason}
+}
+
+// Handle processes an SQS event for lambda.Start: each record under its
+// key's lock, the records to retry in the partial batch response. Per-record
+// problems never fail the whole batch (that would make Lambda scale its
+// polling down); its one error is a configuration only the event shows to
+// be wrong (the operator queue, or an sqs target, is the queue being
+// consumed), or ErrNoHandler.
+func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if p.handler == nil && p.target == nil {
+		return events.SQSEventResponse{}, ErrNoHandler
+	}
+	if err := p.checkSource(ev.Records); err != nil {
+		p.log.ErrorContext(ctx, "invalid configuration; no record processed", "error", err)
+		return events.SQSEventResponse{}, err
+	}
+	p.checkQueue(ctx)
+	b := newBudget(ctx, p.now())
+	ctx, cancel := b.context(ctx)
+	defer cancel()
+	var outcomes []outcome
+	if p.target != nil {
+		outcomes = p.deliver(ctx, b, ev.Records)
+	} else {
+		outcomes = make([]outcome, len(ev.Records))
+		p.eachUnit(ev.Records, func(unit []int) { p.runUnit(ctx, b, ev.Records, unit, outcomes) })
+	}
+	p.forwardPermanent(ctx, ev.Records, outcomes)
+
+	var resp events.SQSEventResponse
+	var failed []events.SQSMessage
+	for i, o := range outcomes {
+		if o.verdict == retry {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+			failed = append(failed, ev.Records[i])
+		}
+	}
+	backoffs := p.delayRetries(ctx, failed)
+	p.emitMetrics(ctx, outcomes, backoffs)
+	return resp, nil
+}
+
+// eachUnit runs fn for every unit of records (orderedUnits), up to
+// MaxConcurrency at once, and returns when all have returned.
+func (p *Processor) eachUnit(records []events.SQSMessage, fn func(unit []int)) {
+	sem := make(chan struct{}, p.cfg.MaxConcurrency)
+	var wg sync.WaitGroup
+	for _, unit := range orderedUnits(records) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(unit)
+		})
+	}
+	wg.Wait()
+}
+
+// orderedUnits groups record indexes into units that run one after another:
+// on a FIFO queue one unit per message group, in queue order; otherwise one
+// unit per record, so all run concurrently.
+func orderedUnits(records []events.SQSMessage) [][]int {
+	var units [][]int
+	group := map[string]int{}
+	for i, rec := range records {
+		if !strings.HasSuffix(rec.EventSourceARN, ".fifo") {
+			units = append(units, []int{i})
+			continue
+		}
+		id := rec.Attributes["MessageGroupId"]
+		if u, ok := group[id]; ok {
+			units[u] = append(units[u], i)
+			continue
+		}
+		group[id] = len(units)
+		units = append(units, []int{i})
+	}
+	return units
+}
+
+// runUnit processes a unit's records in order.
+func (p *Processor) runUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome) {
+	p.walkUnit(ctx, b, records, unit, outcomes, func(i int) bool {
+		outcomes[i] = p.process(ctx, records[i])
+		return outcomes[i].verdict == done
+	})
+}
+
+// walkUnit calls step for a unit's records in order while it returns true.
+// After a record that did not go on (a failure) the rest of the unit is
+// retried unprocessed: running them would break FIFO order. A record is not
+// started inside the reserve kept for the batch's last calls; it stays
+// failed (its outcome the zero one, counted as not started), and SQS
+// delivers it again.
+func (p *Processor) walkUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome, step func(i int) bool) {
+	for n, i := range unit {
+		if left, ok := b.canStart(p.now()); !ok {
+			for _, j := range unit[n:] {
+				p.log.WarnContext(ctx, "record not started: the rest of the invocation is kept for the batch's last calls; retried later",
+					"messageId", records[j].MessageId, "outcome", "not-started", "timeLeft", left.String(), "reserve", b.reserve.String())
+			}
+			return
+		}
+		if step(i) {
+			continue
+		}
+		for _, j := range unit[n+1:] {
+			p.log.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
+				"blockedBy", records[i].MessageId)
+			outcomes[j] = retried(FailureGroupBlocked)
+		}
+		return
+	}
+}
+
+func (p *Processor) process(ctx context.Context, msg events.SQSMessage) outcome {
+	key, log, ok := p.key(ctx, msg)
+	if !ok {
+		return retried(FailureNoKey)
+	}
+	res := p.lock.do(ctx, key, p.payloadHash(msg), func(ctx context.Context) error { return p.handler(ctx, msg) })
+	return p.report(ctx, log, res)
+}
+
+// key reads msg's idempotency key, and returns the record's logger with it.
+// A record without a key is logged and retried (ok false).
+func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, ok bool) {
+	log = p.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
+	key, err := p.cfg.Key.keyOf(msg, p.cfg.setting("Key"))
+	if err != nil {
+		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
+			"outcome", "no-key", "error", err)
+		return "", log, false
+	}
+	return key, log.With("key", key), true
+}
+
+// report logs what the lock protocol did with a record and decides its
+// fate in the batch response, and what it counts as in the metrics.
+func (p *Processor) report(ctx context.Context, log *slog.Logger, res lockResult) outcome {
+	o := p.judge(ctx, log, res)
+	o.lockLost = res.lockLost || errors.Is(res.err, ErrLockLost)
+	return o
+}
+
+// judge is report's decision, from the lock protocol's result alone.
+func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult) outcome {
+	log = log.With("outcome", res.outcome.String())
+	if res.fence > 0 {
+		log = log.With("fence", res.fence)
+	}
+	switch res.outcome {
+	case processed:
+		msg := "record processed"
+		if p.target != nil {
+			msg = "record delivered to the target"
+		}
+		log.InfoContext(ctx, msg, "tookOver", res.tookOver)
+		return outcome{verdict: done, metric: MetricProcessed}
+	case processedUnrecorded:
+		if errors.Is(res.err, ErrLockLost) {
+			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise "+p.cfg.setting("LockTimeout")+" or make the handler stop when its context ends",
+				"error", res.err)
+		} else {
+			log.ErrorContext(ctx, "record processed but its completion was not recorded: a delivery of the same key after the lock expires would run it again (duplicate possible)",
+				"error", res.err, "lockExpiresAt", res.lockExpiresAt)
+		}
+		return outcome{verdict: done, metric: MetricUnrecordedCompletion}
+	case duplicate:
+		log.InfoContext(ctx, "duplicate suppressed", "detail", res.err, "cached", res.cached)
+		return outcome{verdict: done, metric: MetricDuplicate}
+	case payloadMismatch:
+		if p.cfg.OperatorQueueURL != "" {
+			log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); forwarding to the operator queue",
+				"error", res.err)
+			return outcome{verdict: toOperator, reason: ReasonPayloadMismatch}
+		}
+		log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); retried, and it reaches the dead-letter queue",
+			"error", res.err)
+		return retried(FailurePayloadMismatch)
+	case inProgress:
+		if p.cfg.InProgress == InProgressDrop {
+			log.WarnContext(ctx, "record dropped: in progress elsewhere ("+p.cfg.setting("InProgress")+"=drop)", "detail", res.err)
+			return outcome{verdict: done, metric: MetricInProgressDropped}
+		}
+		log.InfoContext(ctx, "record in progress elsewhere; retried later", "detail", res.err)
+		return outcome{verdict: retry, metric: MetricInProgress}
+	case failed:
+		if res.lockLost {
+			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",
+				"error", res.err)
+			return retried(FailureLockLost)
+		}
+		if res.releaseErr != nil {
+			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.releaseErr)
+		}
+		if errors.Is(res.err, ErrTargetRefused) && p.cfg.OperatorQueueURL != "" {
+			log.ErrorContext(ctx, "record refused by the target for good; forwarding to the operator queue", "error", res.err)
+			return outcome{verdict: toOperator, reason: ReasonTargetRefused}
+		}
+		if IsPermanent(res.err) && p.cfg.OperatorQueueURL != "" {
+			log.WarnContext(ctx, "record failed permanently; forwarding to the operator queue", "error", res.err)
+			return outcome{verdict: toOperator, reason: ReasonPermanent}
+		}
+		log.WarnContext(ctx, "record failed; retried later", "error", res.err,
+			"permanent", IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused))
+		return retried(FailureHandler)
+	}
+	if errors.Is(res.err, ErrMisconfigured) {
+		log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.setting("Table")+", its key schema (id, string), "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
+			"error", res.err)
+		return retried(FailureStoreMisconfigured)
+	}
+	log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.err)
+	return retried(FailureStoreUnavailable)
+}
+
+// payloadHash is the SHA-256 of the body when payloads are validated.
+func (p *Processor) payloadHash(msg events.SQSMessage) string {
+	if !p.cfg.ValidatePayload {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(msg.Body))
+	return hex.EncodeToString(sum[:])
+}
+
+// Do runs fn once per key, with the same lock, window and store as the
+// records: for an API handler, a cron job, any side effect. It returns nil
+// when fn ran and succeeded (or succeeded but its completion could not be
+// recorded, which is logged), fn's error when it failed (the lock released
+// so a retry runs again), and otherwise an error matching ErrDuplicate,
+// ErrInProgress, ErrPayloadMismatch, ErrNoKey, ErrUnavailable or
+// ErrMisconfigured, fn not run. Under a ctx without a deadline and a zero
+// LockTimeout, the lock lasts 15 minutes: a process killed inside fn keeps
+// the key in progress that long.
+func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	if key == "" || len(key) > maxKeyBytes {
+		return fmt.Errorf("%w: key of %d bytes, want 1 to %d", ErrNoKey, len(key), maxKeyBytes)
+	}
+	res := p.lock.do(ctx, key, "", fn)
+	switch res.outcome {
+	case processed:
+		return nil
+	case processedUnrecorded:
+		p.log.ErrorContext(ctx, "function ran but its completion was not recorded: a later call with the same key after the lock expires would run it again (duplicate possible)",
+			"key", key, "error", res.err)
+		return nil
+	}
+	return res.err
+}
+
+// Key is the idempotency key a Handler or Do's function runs for ("" outside
+// one). sqsoncetest.Context sets it for a handler's unit test.
+func Key(ctx context.Context) string { return leasectx.From(ctx).Key }
+
+// Fence is the fencing token of the lock a Handler or Do's function runs
+// under (0 outside one): larger than every earlier lock's of the key (a
+// 64-bit number; a new record starts from the clock in milliseconds). A
+// downstream store that refuses a write carrying a lower token than one it
+// has seen refuses a holder whose lock was taken over.
+func Fence(ctx context.Context) int64 { return leasectx.From(ctx).Fence }
