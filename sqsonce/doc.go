@@ -1,18 +1,19 @@
 // Package sqsonce runs a function once per idempotency key, for AWS Lambda
-// SQS consumers and for any other Go code, with a lock in a DynamoDB table.
+// SQS consumers and for any other Go code, with a lock in a Store (a
+// DynamoDB table by default).
 //
 // The guarantee: a Handler (or the function given to Processor.Do) runs at
 // most once per key within the dedupe window, and a message is deleted from
 // its queue only when the handler succeeded, it was a duplicate of a
 // completed key, or the operator queue accepted it. Each key is locked by one
-// conditional DynamoDB write that also moves a fencing token on; the lock is
-// renewed while the handler runs when a LockTimeout is set; success marks the
-// key COMPLETED for the window, failure releases it. The limits: a crash
-// between your side effect and the completion, a completion that cannot be
-// written, or a holder paused longer than its lock can run a key twice (pass
-// Key and Fence to a downstream that accepts them to close these), and a key
-// seen again after the window runs again. The README's "Guarantees and their
-// limits" lists every case, and internal/dedupe/model checks the protocol.
+// conditional write that also moves a fencing token on; the lock is renewed
+// while the handler runs when a LockTimeout is set; success marks the key
+// COMPLETED for the window, failure releases it. The limits: a crash between
+// your side effect and the completion, a completion that cannot be written,
+// or a holder paused longer than its lock can run a key twice (pass Key and
+// Fence to a downstream that accepts them to close these), and a key seen
+// again after the window runs again. The docs' guarantees page lists every
+// case, and internal/dedupe/model checks the protocol with spin.
 //
 // A Lambda function needs three lines around its handler:
 //
@@ -20,11 +21,16 @@
 //	if err != nil { ... }
 //	lambda.Start(p.Handle)
 //
-// Without a handler of your own, Config.Target (TARGET) hands the records
-// the processor holds to what consumes them today: "lambda:<function>"
-// invokes an existing consumer with the same SQS event, once per batch,
-// and reads its partial batch response; "sqs:", "sns:" and "events:" send
-// each key's message on once (ExampleConfig_target).
+// Any Go program configures it in Go instead: New with a Config whose Key is
+// KeyFromBody("/orderId"), KeyFromAttribute, KeyFromMessageID or KeyFunc.
+// Without a handler of your own, Config.Target hands the records the
+// processor holds to what consumes them today (package sqsonce/target: a
+// Lambda function, a queue, a topic or a bus).
+//
+// Tests need no AWS: package sqsonce/sqsoncetest has an in-memory Store with
+// a clock the test controls, a context carrying a key and fence for a
+// Handler's own unit test, and TestStore, the conformance suite every Store
+// passes (a store of your own too).
 //
 // Config.Metrics (standard output with FromEnv) receives the processor's
 // metrics once per invocation, in CloudWatch's embedded metric format:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,10 +69,30 @@ func (s *DynamoDBStore) Table() string { return s.table }
 
 // Acquire implements Store.
 func (s *DynamoDBStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+	// A second attempt only where the table returned no item with its
+	// refusal and the record read after it no longer blocks: it was
+	// released, expired or deleted in between.
+	for attempt := 1; ; attempt++ {
+		lease, retry, err := s.acquire(ctx, req)
+		if !retry {
+			return lease, err
+		}
+		if attempt == 2 {
+			// Not in progress: nobody may hold the key, and a message
+			// dropped as in progress (IN_PROGRESS=drop) would be lost. The
+			// caller retries later.
+			return Lease{}, &StoreError{Op: "acquire", ID: req.ID, Err: errors.New("refused twice, and the record read after each refusal does not hold the key: it changes under concurrent writers")}
+		}
+	}
+}
+
+// acquire is one attempt of Acquire; retry says the refusal was not
+// explained by the record read after it.
+func (s *DynamoDBStore) acquire(ctx context.Context, req AcquireRequest) (_ Lease, retry bool, _ error) {
 	lease := Lease{ID: req.ID, Owner: req.Owner, LockExpiresAt: req.LockUntil}
 	expr, err := acquireExpression(req)
 	if err != nil {
-		return Lease{}, err
+		return Lease{}, false, err
 	}
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
@@ -86,25 +105,18 @@ func (s *DynamoDBStore) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, retrybudget.DynamoDB(ctx))
 	if err != nil {
-		rec, refused, err := s.refusal(ctx, "acquire", req.ID, err)
+		rec, exists, err := s.refusal(ctx, "acquire", req.ID, err)
 		switch {
 		case err != nil:
-			return Lease{}, err
-		case !refused:
-			// Refused, and then found gone by the read: a record deleted
-			// between the two. Taking it now would need a second write;
-			// the caller retries later, which is safe.
-			return Lease{}, &HeldError{Record: Record{ID: req.ID, Status: StatusProcessing, LockExpiresAt: req.Now}}
-		case rec.Status == StatusProcessing && rec.Owner == req.Owner:
+			return Lease{}, false, err
+		case exists && rec.Status == StatusProcessing && rec.Owner == req.Owner:
 			// Our own attempt, applied and retried: it already added one.
 			lease.Fence = rec.Fence
-			return lease, nil
-		case !rec.Blocks(req.Now):
-			// Read after the refusal (no old item in it): the record was
-			// released or expired since. As above, retry later.
-			return Lease{}, &HeldError{Record: Record{ID: req.ID, Status: StatusProcessing, LockExpiresAt: req.Now, Fence: rec.Fence}}
+			return lease, false, nil
+		case !exists || !rec.Blocks(req.Now):
+			return Lease{}, true, nil
 		}
-		return Lease{}, &HeldError{Record: rec}
+		return Lease{}, false, &HeldError{Record: rec}
 	}
 	lease.TookOver = len(out.Attributes) > 0 && Status(stringAttr(out.Attributes, AttrStatus)) != StatusReleased
 	if old, ok := numberAttrOK(out.Attributes, attrFence); ok {
@@ -112,7 +124,7 @@ func (s *DynamoDBStore) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 	} else {
 		lease.Fence = FenceSeed(req.Now) + 1
 	}
-	return lease, nil
+	return lease, false, nil
 }
 
 // acquireExpression is the condition under which a new lock may be
@@ -386,5 +398,3 @@ func numberAttrOK(item map[string]types.AttributeValue, name string) (int64, boo
 	return n, err == nil
 }
 
-// keyOf is the key of a record id under prefix.
-func keyOf(prefix, id string) string { return strings.TrimPrefix(id, prefix+"#") }

@@ -121,14 +121,15 @@ type Record struct {
 
 // Live reports whether rec is a lock that has not expired at now: a holder
 // may be running its key's work. A lock is live up to and including its
-// expiry, since Acquire takes it over only once it is before now.
+// expiry, in milliseconds, since Acquire takes it over only once it is
+// before now.
 func (rec Record) Live(now time.Time) bool {
-	return rec.Status == StatusProcessing && !rec.LockExpiresAt.Before(now)
+	return rec.Status == StatusProcessing && rec.LockExpiresAt.UnixMilli() >= now.UnixMilli()
 }
 
 // Blocks reports whether rec refuses an acquisition at now: a live lock, or
-// a completion whose window has not ended. It is the negation of the
-// condition Store.Acquire writes under.
+// a completion whose window has not ended (in whole seconds). It is the
+// negation of the condition Store.Acquire writes under.
 func (rec Record) Blocks(now time.Time) bool {
 	switch rec.Status {
 	case StatusProcessing:

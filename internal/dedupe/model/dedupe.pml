@@ -130,7 +130,10 @@
                                          without a condition on no record would create
                                          one RELEASED, without a fence: as absent here) */
 #else
-#define RELEASE_COND (owner == tok)
+/* The store's release (sqsonce/dynamodb.go) also requires PROCESSING, so an
+ * operator's release racing a completion cannot undo it; a repeat that finds
+ * the record RELEASED by the same owner is a success, like a refusal here. */
+#define RELEASE_COND (owner == tok && st == PROC)
 #endif
 
 #ifdef MUTANT_UNCONDITIONAL_RENEW
@@ -422,7 +425,7 @@ complete:
 		DELETE_MSG; RESET_LOCALS; goto next }
 	od;
 
-	/* ---- Release: UpdateItem if owner == o: RELEASED, lockExpiresAt = 0, the
+	/* ---- Release: UpdateItem if owner == o and PROCESSING: RELEASED, lockExpiresAt = 0, the
 	 * record and its fence kept (its TTL an hour away); the message is not
 	 * deleted. A retry whose first attempt was applied passes again. ---- */
 release:
