@@ -47,7 +47,9 @@ type Store interface {
 	// with the lease read from the record.
 	Release(ctx context.Context, lease Lease, now time.Time) error
 	// Read returns the record under id, as of the latest write (a strongly
-	// consistent read), or an error matching ErrNotFound.
+	// consistent read), or an error matching ErrNotFound. A record the
+	// protocol did not write comes back as far as it could be read, with a
+	// *RecordError, so an operator still sees it.
 	Read(ctx context.Context, id string) (Record, error)
 	// Forget deletes rec's record if it is still the COMPLETED record of
 	// rec.Owner, so that its key runs again. A record already gone is a

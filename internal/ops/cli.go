@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // IO is what the CLI reads and writes, and its clock: the real ones in
@@ -158,6 +160,13 @@ table; 5 a redrive left messages behind (failed or interrupted).
 }
 
 func (c *cli) setup(ctx context.Context) error {
+	// A prefix the processor refuses names no record it writes: say so
+	// before any AWS call, rather than report its keys as never processed.
+	if p := c.flags.KeyPrefix; p != "" {
+		if err := sqsonce.CheckKeyPrefix(p); err != nil {
+			return fmt.Errorf("%w: --key-prefix %v: not a key prefix the processor accepts", ErrUsage, err)
+		}
+	}
 	cfg, err := c.io.LoadConfig(ctx, c.profile, c.region)
 	if err != nil {
 		return runError{fmt.Errorf("load AWS configuration: %w: %w", ErrAWS, err)}
@@ -180,7 +189,7 @@ func (c *cli) records() (*Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, Now: c.io.Now}, nil
+	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, Region: c.cfg.Region, Now: c.io.Now}, nil
 }
 
 func (c *cli) queues() *Queues {

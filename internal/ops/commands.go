@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func (c *cli) statusCmd() *cobra.Command {
@@ -156,19 +156,19 @@ func describe(r Record, now time.Time) [][2]string {
 	}
 	var status string
 	switch r.Status {
-	case dedupe.StatusProcessing:
+	case sqsonce.StatusProcessing:
 		if r.Live {
 			status = "PROCESSING: a processor holds the lock and may be running the handler right now"
 		} else {
 			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or `release` frees it now"
 		}
-	case dedupe.StatusCompleted:
+	case sqsonce.StatusCompleted:
 		if r.Remaining > 0 {
 			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (`forget` lets it run again)"
 		} else {
 			status = "COMPLETED, window ended: the next message with this key runs the handler again"
 		}
-	case dedupe.StatusReleased:
+	case sqsonce.StatusReleased:
 		status = "RELEASED: the last attempt failed and gave the lock up; the next message with this key runs the handler"
 	default:
 		status = string(r.Status) + ": not a status sqs-once writes; the processor retries such a key and never runs it"
@@ -179,14 +179,14 @@ func describe(r Record, now time.Time) [][2]string {
 	}
 	lines = append(lines, [2]string{"fence", fmt.Sprint(r.Fence)})
 	switch r.Status {
-	case dedupe.StatusProcessing:
+	case sqsonce.StatusProcessing:
 		lines = append(lines, [2]string{"lock", lockWords(r, now)})
-	case dedupe.StatusCompleted:
+	case sqsonce.StatusCompleted:
 		if r.ExpiresAt != nil {
 			lines = append(lines, [2]string{"window ends", fmt.Sprintf("%s (%s)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 		}
 	}
-	if r.Status != dedupe.StatusCompleted && r.ExpiresAt != nil {
+	if r.Status != sqsonce.StatusCompleted && r.ExpiresAt != nil {
 		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): DynamoDB may delete the record after this", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
 	return lines
@@ -232,10 +232,11 @@ func (c *cli) releaseCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release [--force] KEY",
 		Short: "Free a stuck PROCESSING lock so the key can run again",
-		Long: `release frees a key whose lock is stuck PROCESSING. The write is conditional on
-the record still being the lock that was read (same owner and fence): a lock
-taken over meanwhile is left alone (exit 3). The record becomes RELEASED, as
-the processor's own release makes it, and keeps its fence.
+		Long: `release frees a key whose lock is stuck PROCESSING. It is the processor's own
+release, made with the owner read from the record: the write is conditional
+on the record still being that owner's PROCESSING lock, so a lock taken over
+meanwhile is left alone (exit 3). The record becomes RELEASED and keeps its
+fence (a lock written before fencing, without one, is released the same way).
 
 A lock that has not expired is refused (exit 3): a processor may be running
 the handler right now. --force releases it anyway. It risks a second side

@@ -1,10 +1,12 @@
 package ops_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sqs-once/sqs-once/internal/ops"
 )
 
@@ -15,7 +17,7 @@ func TestHelpHasExamples(t *testing.T) {
 		if command != "" {
 			args = []string{command, "--help"}
 		}
-		r := run(t, runOpts{}, args...)
+		r := run(t, runOpts{cfg: offline()}, args...)
 		if r.code != ops.ExitOK || !strings.Contains(r.stdout, "Examples:\n  sqs-once "+command) {
 			t.Errorf("sqs-once %s --help: exit %d, without examples", command, r.code)
 		}
@@ -38,24 +40,37 @@ func TestUsageErrors(t *testing.T) {
 		{"status", "extra"},
 		{"inspect", "k"},
 	} {
-		r := run(t, runOpts{}, args...)
+		r := run(t, runOpts{cfg: offline()}, args...)
 		if r.code != ops.ExitUsage || !strings.Contains(r.stderr, "--help") {
 			t.Errorf("sqs-once %s: exit %d, want %d with a pointer to --help", strings.Join(args, " "), r.code, ops.ExitUsage)
 		}
 	}
 }
 
-func TestMissingResourcesAreNotFound(t *testing.T) {
+// TestKeyPrefixTheProcessorRefuses: a --key-prefix that New would refuse
+// names no record the processor writes, so the CLI refuses it as bad usage,
+// naming the flag, before it loads any AWS configuration.
+func TestKeyPrefixTheProcessorRefuses(t *testing.T) {
 	t.Parallel()
-	base := mototest.URL(t) + "/123456789012/"
-	for _, args := range [][]string{
-		{"peek", "--operator-queue", base + "no-such-queue", "operator"},
-		{"status", "--main-queue", base + "no-such-queue"},
-		{"inspect", "--table", "no-such-table", "--key-prefix", "p", "k"},
-		{"status", "--stack", "no-such-stack"},
-	} {
-		if r := run(t, runOpts{}, args...); r.code != ops.ExitNotFound {
-			t.Errorf("sqs-once %s: exit %d, want %d", strings.Join(args, " "), r.code, ops.ExitNotFound)
+	for _, prefix := range []string{"a#b", "a b", "tab\there", "zero\u200bwidth"} {
+		for _, command := range [][]string{{"inspect", "k"}, {"release", "--force", "k"}, {"forget", "--yes", "k"}, {"status", "--locks"}} {
+			args := append([]string{"--table", "t", "--key-prefix", prefix}, command...)
+			var out, errOut strings.Builder
+			code := ops.Main(context.Background(), args, ops.IO{
+				Stdout: &out, Stderr: &errOut,
+				LoadConfig: func(context.Context, string, string) (aws.Config, error) {
+					t.Errorf("sqs-once %q loaded the AWS configuration", args)
+					return *offline(), nil
+				},
+			})
+			if code != ops.ExitUsage || !strings.Contains(errOut.String(), "--key-prefix") || !strings.Contains(errOut.String(), "--help") {
+				t.Errorf("sqs-once %q: exit %d, want %d naming --key-prefix; stderr:\n%s", args, code, ops.ExitUsage, errOut.String())
+			}
 		}
+	}
+	// A prefix the processor takes passes the check: the command goes on
+	// to read the table, which nothing answers here.
+	if r := run(t, runOpts{cfg: offline()}, "inspect", "--table", "t", "--key-prefix", "orders-processor", "k"); r.code != ops.ExitError {
+		t.Errorf("--key-prefix orders-processor: exit %d, want %d (the offline table unreachable)", r.code, ops.ExitError)
 	}
 }

@@ -1,10 +1,10 @@
+//go:build integration
+
 package ops_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/ops"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }
@@ -76,37 +75,6 @@ func queueTest(t *testing.T) (st *samstack.Stack, cfg aws.Config, main, operator
 	t.Helper()
 	emptyQueues(t)
 	return stack(t), mototest.Config(t), output(t, "MainQueueUrl"), output(t, "OperatorQueueUrl")
-}
-
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-// run runs the CLI in-process as `sqs-once args...`, with stdin, a clock,
-// and optionally another AWS configuration (a fault proxy's endpoint).
-type runOpts struct {
-	stdin string
-	now   func() time.Time
-	cfg   *aws.Config
-	ctx   context.Context
-}
-
-func run(t *testing.T, o runOpts, args ...string) result {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	stdio := ops.IO{Stdin: strings.NewReader(o.stdin), Stdout: &out, Stderr: &errOut, Now: o.now}
-	if o.cfg != nil {
-		cfg := *o.cfg
-		stdio.LoadConfig = func(context.Context, string, string) (aws.Config, error) { return cfg, nil }
-	}
-	ctx := o.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	code := ops.Main(ctx, args, stdio)
-	t.Logf("sqs-once %s -> %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
-	return result{out.String(), errOut.String(), code}
 }
 
 func dynamoClient(cfg aws.Config) *dynamodb.Client { return dynamodb.NewFromConfig(cfg) }

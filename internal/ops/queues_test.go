@@ -1,3 +1,5 @@
+//go:build integration
+
 package ops_test
 
 import (
@@ -16,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // operatorMessage is the i-th message as the replayer forwards one to the
@@ -95,12 +97,10 @@ func TestStatus(t *testing.T) {
 	send(t, cfg, operator, operatorMessage(4, "max-attempts"))
 	// Two locks of this test's own, one live, one expired.
 	now := time.Now().Truncate(time.Millisecond)
-	store := dedupe.NewStore(dynamoClient(cfg), output(t, "IdempotencyTableName"), st.Name+"-processor")
+	store := sqsonce.NewDynamoDBStore(dynamoClient(cfg), output(t, "IdempotencyTableName"))
 	live, expired := mototest.Name("live"), mototest.Name("expired")
 	for key, until := range map[string]time.Time{live: now.Add(3 * time.Minute), expired: now.Add(-time.Minute)} {
-		if _, err := store.Acquire(context.Background(), key, now.Add(-2*time.Minute), until); err != nil {
-			t.Fatal(err)
-		}
+		acquire(t, store, sqsonce.RecordID(st.Name+"-processor", key), now.Add(-2*time.Minute), until)
 	}
 
 	r := run(t, runOpts{now: func() time.Time { return now }}, "status", "--stack", st.Name, "--json")

@@ -4,35 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/sqs-once/sqs-once/internal/dedupe"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
-// Attribute names of an idempotency record, as internal/dedupe writes them
-// (README, "The processor"). dedupe exports only the id and status; the
-// tests write records with dedupe.Store and read them here, so a rename on
-// either side fails them.
-const (
-	attrLockExpiresAt = "lockExpiresAt" // epoch milliseconds
-	attrExpiresAt     = "expiresAt"     // epoch seconds, the TTL attribute
-	attrOwner         = "owner"
-	attrFence         = "fence"
-)
-
-// Records reads and repairs the idempotency records of one table and prefix.
+// Records reads and repairs the idempotency records of one table and prefix
+// through the processor's own store (sqsonce.DynamoDBStore): the schema and
+// the conditions of release and forget are declared once, there.
 type Records struct {
 	DB     DynamoAPI
 	Table  string
 	Prefix string
+	// Region is the table's region, for messages ("" when unknown).
+	Region string
 	// Now is the clock lock expiry is judged by; injected so tests need not
 	// sleep for a lock to expire.
 	Now func() time.Time
@@ -40,11 +26,11 @@ type Records struct {
 
 // Record is one key's record, read back in plain terms.
 type Record struct {
-	Key      string        `json:"key"`
-	RecordID string        `json:"recordId"`
-	Status   dedupe.Status `json:"status"`
-	Owner    string        `json:"owner,omitempty"`
-	Fence    int64         `json:"fence"`
+	Key      string         `json:"key"`
+	RecordID string         `json:"recordId"`
+	Status   sqsonce.Status `json:"status"`
+	Owner    string         `json:"owner,omitempty"`
+	Fence    int64          `json:"fence"`
 	// LockExpiresAt is set on a PROCESSING record.
 	LockExpiresAt *time.Time `json:"lockExpiresAt,omitempty"`
 	// ExpiresAt is the TTL: the end of a COMPLETED record's dedupe window;
@@ -55,12 +41,22 @@ type Record struct {
 	Live bool `json:"live"`
 	// Remaining is the time left on a live lock, or in an open dedupe window.
 	Remaining time.Duration `json:"remainingNanos"`
+
+	// stored is the record as the store read it: what release and forget
+	// hand back to the store's conditional writes.
+	stored sqsonce.Record
 }
 
-func (r *Records) recordID(key string) string { return dedupe.RecordID(r.Prefix, key) }
+func (r *Records) store() *sqsonce.DynamoDBStore { return sqsonce.NewDynamoDBStore(r.DB, r.Table) }
 
-func (r *Records) keyAttr(key string) map[string]ddbtypes.AttributeValue {
-	return map[string]ddbtypes.AttributeValue{dedupe.AttrID: &ddbtypes.AttributeValueMemberS{Value: r.recordID(key)}}
+func (r *Records) recordID(key string) string { return sqsonce.RecordID(r.Prefix, key) }
+
+// where names the table, and its region when known, for messages.
+func (r *Records) where() string {
+	if r.Region == "" {
+		return "table " + r.Table
+	}
+	return "table " + r.Table + ", region " + r.Region
 }
 
 // Get reads key's record, strongly consistent: an operator deciding to
@@ -69,49 +65,49 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 	if key == "" {
 		return Record{}, fmt.Errorf("%w: empty key", ErrUsage)
 	}
-	out, err := r.DB.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(r.Table), Key: r.keyAttr(key), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return Record{}, awsError("read record "+r.recordID(key), err)
+	id := r.recordID(key)
+	stored, err := r.store().Read(ctx, id)
+	var bad *sqsonce.RecordError
+	switch {
+	case errors.Is(err, sqsonce.ErrNotFound):
+		return Record{}, fmt.Errorf("key %q (record id %s in %s): %w: no record; the key was never processed under this prefix, or its record expired", key, id, r.where(), ErrNotFound)
+	case errors.As(err, &bad):
+		// A record the protocol did not write (an unknown status, a lock
+		// without an expiry) is still one the operator must see: the
+		// store returns it as far as it reads, and describe says what is
+		// wrong with it.
+	case err != nil:
+		return Record{}, awsError("read record "+id, err)
 	}
-	if len(out.Item) == 0 {
-		return Record{}, fmt.Errorf("key %q (record id %s in table %s): %w: no record; the key was never processed under this prefix, or its record expired", key, r.recordID(key), r.Table, ErrNotFound)
-	}
-	return r.parse(key, out.Item), nil
+	return r.record(key, stored), nil
 }
 
-func (r *Records) parse(key string, item map[string]ddbtypes.AttributeValue) Record {
-	rec := Record{
-		Key:      key,
-		RecordID: stringAttr(item, dedupe.AttrID),
-		Status:   dedupe.Status(stringAttr(item, dedupe.AttrStatus)),
-		Owner:    stringAttr(item, attrOwner),
-	}
-	rec.Fence, _ = numberAttr(item, attrFence)
+// record is stored in plain terms, judged by the clock now.
+func (r *Records) record(key string, stored sqsonce.Record) Record {
 	now := r.Now()
-	if n, ok := numberAttr(item, attrExpiresAt); ok {
-		t := time.Unix(n, 0)
+	rec := Record{Key: key, RecordID: stored.ID, Status: stored.Status, Owner: stored.Owner, Fence: stored.Fence, stored: stored}
+	if !stored.ExpiresAt.IsZero() {
+		t := stored.ExpiresAt
 		rec.ExpiresAt = &t
 	}
-	if rec.Status == dedupe.StatusProcessing {
-		if n, ok := numberAttr(item, attrLockExpiresAt); ok {
-			t := time.UnixMilli(n)
-			rec.LockExpiresAt = &t
-			// The processor takes a lock over only once lockExpiresAt < now
-			// (strictly), so a lock is live up to and including its expiry.
-			rec.Live = !t.Before(now)
-			if rec.Live {
-				rec.Remaining = t.Sub(now)
-			}
-		} else {
+	switch stored.Status {
+	case sqsonce.StatusProcessing:
+		if stored.LockExpiresAt.IsZero() {
 			// A lock without an expiry is not one the protocol wrote:
 			// treat it as live, the safe reading.
 			rec.Live = true
+			break
 		}
-	}
-	if rec.Status == dedupe.StatusCompleted && rec.ExpiresAt != nil && rec.ExpiresAt.After(now) {
-		rec.Remaining = rec.ExpiresAt.Sub(now)
+		t := stored.LockExpiresAt
+		rec.LockExpiresAt = &t
+		rec.Live = stored.Live(now)
+		if rec.Live {
+			rec.Remaining = t.Sub(now)
+		}
+	case sqsonce.StatusCompleted:
+		if rec.ExpiresAt != nil && rec.ExpiresAt.After(now) {
+			rec.Remaining = rec.ExpiresAt.Sub(now)
+		}
 	}
 	return rec
 }
@@ -120,11 +116,15 @@ func (r *Records) parse(key string, item map[string]ddbtypes.AttributeValue) Rec
 type LiveLockError struct{ Record Record }
 
 func (e *LiveLockError) Error() string {
-	return fmt.Sprintf("key %q is locked by owner %s (fence %d) for %s more, until %s: a processor may be running its handler right now. "+
+	until := "no expiry recorded"
+	if e.Record.LockExpiresAt != nil {
+		until = fmt.Sprintf("for %s more, until %s", e.Record.Remaining.Round(time.Second), e.Record.LockExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("key %q is locked by owner %s (fence %d) %s: a processor may be running its handler right now. "+
 		"Wait for the lock to expire (the processor then takes it over itself), or release it with --force. "+
 		"--force risks a second side effect: another message with this key can run the handler while the holder is still running "+
 		"(the holder learns it only at its next lock renewal, which cancels its handler as lock lost; a side effect already under way goes on)",
-		e.Record.Key, e.Record.Owner, e.Record.Fence, e.Record.Remaining.Round(time.Second), e.Record.LockExpiresAt.UTC().Format(time.RFC3339))
+		e.Record.Key, e.Record.Owner, e.Record.Fence, until)
 }
 
 func (e *LiveLockError) Is(target error) bool { return target == ErrRefused }
@@ -133,7 +133,7 @@ func (e *LiveLockError) Is(target error) bool { return target == ErrRefused }
 // the command is for.
 type StateError struct {
 	Record Record
-	Want   dedupe.Status
+	Want   sqsonce.Status
 	Hint   string
 }
 
@@ -143,79 +143,59 @@ func (e *StateError) Error() string {
 
 func (e *StateError) Is(target error) bool { return target == ErrRefused }
 
-// Release frees a stuck PROCESSING lock. The write is conditional on the
-// record still being the lock that was read (same owner and fence), so a
-// lock taken over meanwhile is never touched. It returns the lock as it was
-// read, before the release.
+// Release frees a stuck PROCESSING lock with the store's own release, the
+// one the processor makes after a failure, on the lease read from the
+// record: the write is conditional on the record still being that owner's
+// lock, so a lock taken over meanwhile is never touched, and a record
+// written before fencing (no fence attribute) is released like any other.
+// It returns the lock as it was read, before the release.
 //
-// It marks the record RELEASED, as the processor's own release does, rather
-// than deleting it: the processor takes a RELEASED key at once, and the
-// record keeps its fence, so the next holder's fence is still above the
-// released holder's (a deleted record restarts from the clock; README,
-// "Fencing token").
+// The record becomes RELEASED rather than deleted: the processor takes a
+// RELEASED key at once, and the record keeps its fence, so the next
+// holder's fence is still above the released holder's (a deleted record
+// restarts from the clock; README, "Fencing token").
 func (r *Records) Release(ctx context.Context, key string, force bool) (Record, error) {
 	rec, err := r.Get(ctx, key)
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.Status != dedupe.StatusProcessing {
+	if rec.Status != sqsonce.StatusProcessing {
 		hint := "there is no lock to release"
-		if rec.Status == dedupe.StatusCompleted {
+		if rec.Status == sqsonce.StatusCompleted {
 			hint = "the key is done; `forget` it to let it run again"
 		}
-		return rec, &StateError{Record: rec, Want: dedupe.StatusProcessing, Hint: hint}
+		return rec, &StateError{Record: rec, Want: sqsonce.StatusProcessing, Hint: hint}
 	}
 	if rec.Live && !force {
 		return rec, &LiveLockError{Record: rec}
 	}
-	now := r.Now()
-	cond := expression.Name(dedupe.AttrStatus).Equal(expression.Value(string(dedupe.StatusProcessing))).
-		And(expression.Name(attrOwner).Equal(expression.Value(rec.Owner))).
-		And(expression.Name(attrFence).Equal(expression.Value(rec.Fence)))
-	update := expression.Set(expression.Name(dedupe.AttrStatus), expression.Value(string(dedupe.StatusReleased))).
-		Set(expression.Name(attrLockExpiresAt), expression.Value(0)).
-		Set(expression.Name(attrExpiresAt), expression.Value(ceilUnix(now.Add(dedupe.FenceRetention))))
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
-	if err != nil {
-		return rec, err
-	}
-	_, err = r.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(r.Table), Key: r.keyAttr(key),
-		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil {
-		var ccf *ddbtypes.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return rec, awsError("release "+rec.RecordID, err)
-		}
-		// The SDK retries a call whose answer was lost: finding the record
-		// released with the same owner and fence is this call's own write.
-		now := r.parse(key, ccf.Item)
-		if now.Status == dedupe.StatusReleased && now.Owner == rec.Owner && now.Fence == rec.Fence {
-			return rec, nil
-		}
-		return rec, changedError(rec, ccf.Item, r)
+	// A record gone, or already released by this owner (this call's own
+	// write retried after a lost answer, or the holder's), is a success.
+	lease := sqsonce.Lease{ID: rec.RecordID, Owner: rec.Owner, Fence: rec.Fence}
+	switch err := r.store().Release(ctx, lease, r.Now()); {
+	case errors.Is(err, sqsonce.ErrLockLost):
+		return rec, r.changed(ctx, rec)
+	case err != nil:
+		return rec, awsError("release "+rec.RecordID, err)
 	}
 	return rec, nil
 }
 
 // Forget deletes a COMPLETED record so that the key runs again. confirm is
 // asked with the record read; false cancels with ErrDeclined. The delete is
-// conditional on the record being the completion that was read, which it
-// returns.
+// the store's, conditional on the record being the completion that was
+// read, which it returns.
 func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (bool, error)) (Record, error) {
 	rec, err := r.Get(ctx, key)
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.Status != dedupe.StatusCompleted {
+	if rec.Status != sqsonce.StatusCompleted {
 		hint := "only a completed key can be forgotten"
-		if rec.Status == dedupe.StatusProcessing {
+		if rec.Status == sqsonce.StatusProcessing {
 			hint = "it is being processed or stuck; see `release`"
 		}
-		return rec, &StateError{Record: rec, Want: dedupe.StatusCompleted, Hint: hint}
+		return rec, &StateError{Record: rec, Want: sqsonce.StatusCompleted, Hint: hint}
 	}
 	ok, err := confirm(rec)
 	if err != nil {
@@ -224,108 +204,44 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	if !ok {
 		return rec, fmt.Errorf("forget %q: %w", key, ErrDeclined)
 	}
-	cond := expression.Name(dedupe.AttrStatus).Equal(expression.Value(string(dedupe.StatusCompleted))).
-		And(expression.Name(attrOwner).Equal(expression.Value(rec.Owner))).
-		And(expression.Name(attrFence).Equal(expression.Value(rec.Fence)))
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return rec, err
-	}
-	_, err = r.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(r.Table), Key: r.keyAttr(key),
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil {
-		var ccf *ddbtypes.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return rec, awsError("forget "+rec.RecordID, err)
-		}
-		// Gone: this call's own delete whose answer was lost and retried,
-		// or another operator's; either way the key is forgotten.
-		if len(ccf.Item) == 0 {
-			return rec, nil
-		}
-		return rec, changedError(rec, ccf.Item, r)
+	// Gone already (this call's own delete retried, or another
+	// operator's) is a success: either way the key is forgotten.
+	switch err := r.store().Forget(ctx, rec.stored); {
+	case errors.Is(err, sqsonce.ErrRecordChanged):
+		return rec, r.changed(ctx, rec)
+	case err != nil:
+		return rec, awsError("forget "+rec.RecordID, err)
 	}
 	return rec, nil
 }
 
-func changedError(was Record, item map[string]ddbtypes.AttributeValue, r *Records) error {
+// changed is the refusal of a write because the record is no longer the one
+// read. It reads the record again to say what it is now: the store's
+// refusal says it only in words.
+func (r *Records) changed(ctx context.Context, was Record) error {
 	now := "gone"
-	if len(item) > 0 {
-		n := r.parse(was.Key, item)
-		now = fmt.Sprintf("%s, owner %s, fence %d", n.Status, n.Owner, n.Fence)
+	switch n, err := r.store().Read(ctx, was.RecordID); {
+	case err == nil:
+		now = n.String()
+	case !errors.Is(err, sqsonce.ErrNotFound):
+		now = "unreadable (" + err.Error() + ")"
 	}
 	return fmt.Errorf("key %q was %s (owner %s, fence %d) when read and is now %s: %w; nothing was written, inspect it again",
 		was.Key, was.Status, was.Owner, was.Fence, now, ErrChanged)
 }
 
 // Locks scans the table for this prefix's PROCESSING records, page by page,
-// calling progress with the items scanned so far. A scan reads the whole
-// table (its cost is the table's size), which is why status does it only
-// when asked.
+// calling progress with the items scanned so far; the earliest expiry (or
+// none recorded) first. A scan reads the whole table (its cost is the
+// table's size), which is why status does it only when asked.
 func (r *Records) Locks(ctx context.Context, progress func(scanned, found int)) ([]Record, error) {
-	filter := expression.Name(dedupe.AttrID).BeginsWith(r.Prefix + "#").
-		And(expression.Name(dedupe.AttrStatus).Equal(expression.Value(string(dedupe.StatusProcessing))))
-	expr, err := expression.NewBuilder().WithFilter(filter).Build()
+	found, err := r.store().Locks(ctx, r.Prefix, progress)
 	if err != nil {
-		return nil, err
+		return nil, awsError("scan "+r.Table, err)
 	}
-	in := &dynamodb.ScanInput{
-		TableName: aws.String(r.Table), FilterExpression: expr.Filter(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		ConsistentRead: aws.Bool(true),
+	locks := make([]Record, 0, len(found))
+	for _, s := range found {
+		locks = append(locks, r.record(strings.TrimPrefix(s.ID, r.Prefix+"#"), s))
 	}
-	var locks []Record
-	scanned := 0
-	p := dynamodb.NewScanPaginator(r.DB, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return locks, awsError("scan "+r.Table, err)
-		}
-		scanned += int(page.ScannedCount)
-		for _, item := range page.Items {
-			id := stringAttr(item, dedupe.AttrID)
-			locks = append(locks, r.parse(strings.TrimPrefix(id, r.Prefix+"#"), item))
-		}
-		if progress != nil {
-			progress(scanned, len(locks))
-		}
-	}
-	sort.Slice(locks, func(i, j int) bool {
-		a, b := locks[i].LockExpiresAt, locks[j].LockExpiresAt
-		if a == nil || b == nil {
-			return a == nil && b != nil
-		}
-		return a.Before(*b)
-	})
 	return locks, nil
-}
-
-func stringAttr(item map[string]ddbtypes.AttributeValue, name string) string {
-	if v, ok := item[name].(*ddbtypes.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func numberAttr(item map[string]ddbtypes.AttributeValue, name string) (int64, bool) {
-	v, ok := item[name].(*ddbtypes.AttributeValueMemberN)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	return n, err == nil
-}
-
-// ceilUnix rounds up, as the processor does, so TTL never removes a record
-// before its time.
-func ceilUnix(t time.Time) int64 {
-	sec := t.Unix()
-	if t.After(time.Unix(sec, 0)) {
-		sec++
-	}
-	return sec
 }
