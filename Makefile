@@ -9,10 +9,18 @@ LAMBDA_BUILD = CGO_ENABLED=0 GOOS=$(GOOS_LAMBDA) GOARCH=$(GOARCH_LAMBDA) \
 	$(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 BIN_DIR     ?= bin
 
+# dynalite (npm), the second DynamoDB the store's tests run against, is
+# installed in the module's .tools directory (gitignored) at this version;
+# internal/local/dynalite pins the same one (a test keeps them equal).
+DYNALITE_VERSION = 4.0.0
+DYNALITE_INSTALL = npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@$(DYNALITE_VERSION)
+# The version installed in .tools ("" when none).
+DYNALITE_INSTALLED = $$(node -p "require('./.tools/node_modules/dynalite/package.json').version" 2>/dev/null)
+
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test unit lint model model-mutants bench build clean \
+.PHONY: demo test check-tools install-dynalite unit lint model model-mutants bench build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -20,18 +28,42 @@ SAR_BUCKET  ?=
 demo:
 	$(GO) run ./cmd/sqs-once-local $(DEMO_FLAGS)
 
-## test: lint, the lock protocol's model and its mutants, then every test (unit and
-## moto_server integration) with the race detector
-test: lint model model-mutants unit
+## test: the tools, lint, the lock protocol's model and its mutants, then every
+## test with the race detector: the hermetic ones (plain `go test ./...` runs
+## only those, and needs only Go) and those tagged integration (moto_server,
+## dynalite, spin, cfn-lint, tmux)
+test: check-tools lint model model-mutants unit
 
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags integration ./...
+
+## check-tools: fails, with the command that installs each one, when a tool
+## that `make test` needs is missing
+check-tools:
+	@missing=0; \
+	need() { echo "missing: $$1; install it with: $$2" >&2; missing=1; }; \
+	command -v moto_server >/dev/null || need moto_server "pip install 'moto[server]'"; \
+	command -v cfn-lint >/dev/null || need cfn-lint "pip install cfn-lint"; \
+	if ! command -v python3 >/dev/null; then need python3 "apt-get install -y python3"; \
+	elif ! python3 -c 'import samtranslator' 2>/dev/null; then need "python3's samtranslator" "pip install aws-sam-translator"; fi; \
+	command -v spin >/dev/null || need spin "apt-get install -y spin"; \
+	command -v gcc >/dev/null || need gcc "apt-get install -y gcc"; \
+	command -v tmux >/dev/null || need tmux "apt-get install -y tmux"; \
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then need "node and npm" "Node.js 20 or later, with npm (https://nodejs.org)"; \
+	elif [ "$(DYNALITE_INSTALLED)" != "$(DYNALITE_VERSION)" ]; then \
+	  need "dynalite $(DYNALITE_VERSION) in .tools" "$(DYNALITE_INSTALL)  (or: make install-dynalite)"; fi; \
+	exit $$missing
+
+## install-dynalite: dynalite, at the pinned version, into .tools, unless it
+## is there (needs Node.js 20 or later, with npm)
+install-dynalite:
+	@[ "$(DYNALITE_INSTALLED)" = "$(DYNALITE_VERSION)" ] || $(DYNALITE_INSTALL)
 
 ## lint: gofmt, go vet and cfn-lint on the SAM template
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: pip install cfn-lint aws-sam-translator" >&2; exit 1; }
 	cfn-lint template.yaml
 
@@ -47,7 +79,7 @@ model-mutants:
 ## bench: what a record costs (DynamoDB calls, allocations, time; against
 ## moto_server and in memory), a batch of ten 200 ms records, the bootstrap's size
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./sqsonce ./internal/processor
+	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./sqsonce/...
 	$(MAKE) --no-print-directory build-ProcessorFunction ARTIFACTS_DIR=$(BIN_DIR)/processor
 	@wc -c < $(BIN_DIR)/processor/bootstrap | awk '{printf "processor bootstrap (linux/arm64, stripped): %.1f MB\n", $$1/1e6}'
 

@@ -1,0 +1,386 @@
+//go:build integration
+
+package sqsonce_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/internal/local/dynalite"
+	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+)
+
+// The DynamoDB store on two implementations of the DynamoDB API: moto_server,
+// which returns the old item with a failed condition as DynamoDB does, and
+// dynalite, which does not (as DynamoDB Local before 2.2 and other
+// DynamoDB-compatible stores), so the store reads the record itself after a
+// refusal.
+
+// backend is one implementation the DynamoDB store runs on: a client of it,
+// and a new table on it for each test.
+type backend struct {
+	name     string
+	client   *dynamodb.Client
+	api      sqsonce.DynamoDBAPI
+	newTable func(t *testing.T) string
+	// oldItemOnRefusal: a refused write carries the record it was refused
+	// by, so the store needs no GetItem.
+	oldItemOnRefusal bool
+}
+
+func motoBackend(t *testing.T) backend {
+	cfg := mototest.Config(t)
+	client := dynamodb.NewFromConfig(cfg)
+	return backend{
+		// moto's writes made atomic per item, as DynamoDB's are.
+		name: "moto", client: client, api: serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)}, oldItemOnRefusal: true,
+		newTable: func(t *testing.T) string { return mototest.NewIdempotencyTable(t, cfg) },
+	}
+}
+
+// dynaliteBackend starts a dynalite for t.
+func dynaliteBackend(t *testing.T) backend {
+	cfg := dynalite.Config(t)
+	client := dynamodb.NewFromConfig(cfg)
+	return backend{
+		name: "dynalite", client: client, api: client,
+		newTable: func(t *testing.T) string { return dynalite.NewIdempotencyTable(t, cfg) },
+	}
+}
+
+func backends(t *testing.T) []backend {
+	return []backend{motoBackend(t), dynaliteBackend(t)}
+}
+
+// TestStoreOnMoto: the DynamoDB store passes the conformance suite on
+// moto_server.
+func TestStoreOnMoto(t *testing.T) {
+	t.Parallel()
+	b := motoBackend(t)
+	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store { return sqsonce.NewDynamoDBStore(b.api, b.newTable(t)) })
+}
+
+// TestStoreOnDynalite: the DynamoDB store passes the conformance suite on
+// dynalite, where every refusal is read back with GetItem.
+func TestStoreOnDynalite(t *testing.T) {
+	t.Parallel()
+	b := dynaliteBackend(t)
+	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store { return sqsonce.NewDynamoDBStore(b.api, b.newTable(t)) })
+}
+
+// calls are the calls per protocol operation that reached c since the
+// last look (countingDynamo's names: acquire, renew, complete, release,
+// read, forget, scan).
+func calls(c *countingDynamo) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := c.counts
+	c.counts = nil
+	return got
+}
+
+func sameCalls(got, want map[string]int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for op, n := range want {
+		if got[op] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// doProcessor is a Processor for Do on store, at a clock that stands still
+// at now: a lock taken under a context without a deadline lasts until
+// now+15 min, and a completion's window ends at now+24 h.
+func doProcessor(t *testing.T, store sqsonce.Store, now time.Time, localCache int) *sqsonce.Processor {
+	t.Helper()
+	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The lock of a Do under a context without a deadline, with LockTimeout
+// zero (Config's documentation), and the default window.
+const (
+	noDeadlineLock = 15 * time.Minute
+	defaultWindow  = 24 * time.Hour
+)
+
+// TestDynaliteWithoutOldItem is the issue's case: on a store that does not
+// return the old item with a failed condition, a completed key was
+// reported "PROCESSING until 0001-01-01" and retried until dead-lettered,
+// and a released key stayed in progress. Through a Processor's Do: a
+// completed key is a duplicate until its window ends, a released key is
+// acquired again, a held key is in progress until its holder's real
+// expiry; each refusal costs the refused write and one GetItem.
+func TestDynaliteWithoutOldItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := dynaliteBackend(t)
+	now := time.Now().Truncate(time.Second)
+
+	t.Run("completed key is a duplicate", func(t *testing.T) {
+		api := &countingDynamo{DynamoDBAPI: b.api}
+		p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
+		if err := p.Do(ctx, "order-1", func(context.Context) error { return nil }); err != nil {
+			t.Fatalf("first Do: %v", err)
+		}
+		calls(api)
+		ran := false
+		err := p.Do(ctx, "order-1", func(context.Context) error { ran = true; return nil })
+		if ran {
+			t.Error("a completed key's function ran again")
+		}
+		var held *sqsonce.HeldError
+		if !errors.Is(err, sqsonce.ErrDuplicate) || !errors.As(err, &held) {
+			t.Fatalf("second Do: %v, want a *HeldError matching ErrDuplicate", err)
+		}
+		if want := now.Add(defaultWindow); !held.Until().Equal(want) || strings.Contains(err.Error(), "0001-01-01") {
+			t.Errorf("duplicate held until %s (%v), want the window's end %s", held.Until(), err, want)
+		}
+		if got, want := calls(api), map[string]int{"acquire": 1, "read": 1}; !sameCalls(got, want) {
+			t.Errorf("a duplicate on dynalite made %v, want %v: the refused acquire and one read", got, want)
+		}
+	})
+
+	t.Run("released key is acquired again", func(t *testing.T) {
+		p := doProcessor(t, sqsonce.NewDynamoDBStore(b.api, b.newTable(t)), now, 0)
+		boom := errors.New("boom")
+		var fences []int64
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return boom }); !errors.Is(err, boom) {
+			t.Fatalf("failing Do: %v, want its function's error", err)
+		}
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return nil }); err != nil {
+			t.Fatalf("Do after a release: %v, want it to run", err)
+		}
+		if len(fences) != 2 || fences[1] != fences[0]+1 {
+			t.Errorf("fences %v, want the second one more than the first", fences)
+		}
+	})
+
+	t.Run("held key is in progress until its holder's expiry", func(t *testing.T) {
+		api := &countingDynamo{DynamoDBAPI: b.api}
+		p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
+		started, finish := make(chan struct{}), make(chan struct{})
+		holder := make(chan error, 1)
+		go func() {
+			holder <- p.Do(ctx, "order-3", func(context.Context) error {
+				close(started)
+				<-finish
+				return nil
+			})
+		}()
+		<-started
+		calls(api)
+		ran := false
+		err := p.Do(ctx, "order-3", func(context.Context) error { ran = true; return nil })
+		if ran {
+			t.Error("a held key's function ran in a second Do")
+		}
+		var held *sqsonce.HeldError
+		if !errors.Is(err, sqsonce.ErrInProgress) || !errors.As(err, &held) {
+			t.Fatalf("Do while held: %v, want a *HeldError matching ErrInProgress", err)
+		}
+		if want := now.Add(noDeadlineLock); !held.Until().Equal(want) {
+			t.Errorf("in progress until %s (%v), want the holder's lock expiry %s", held.Until(), err, want)
+		}
+		if got, want := calls(api), map[string]int{"acquire": 1, "read": 1}; !sameCalls(got, want) {
+			t.Errorf("an in-progress refusal on dynalite made %v, want %v", got, want)
+		}
+		close(finish)
+		if err := <-holder; err != nil {
+			t.Fatalf("holder's Do: %v", err)
+		}
+		if err := p.Do(ctx, "order-3", func(context.Context) error { return nil }); !errors.Is(err, sqsonce.ErrDuplicate) {
+			t.Errorf("Do after the holder completed: %v, want ErrDuplicate", err)
+		}
+	})
+}
+
+// TestDynamoDBStoreCallsPerRecord: against DynamoDB (moto_server, which
+// returns the old item with a refusal, as DynamoDB does) a record costs the
+// floor: a new key 2 calls (acquire, complete), a duplicate 1, a failure 2
+// (acquire, release), an in-progress refusal 1, a duplicate the local
+// cache remembers 0; GetItem never.
+func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := motoBackend(t)
+	api := &countingDynamo{DynamoDBAPI: b.api}
+	now := time.Now().Truncate(time.Second)
+	p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
+	cached := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 10)
+	ok := func(context.Context) error { return nil }
+
+	step := func(what string, want map[string]int, do func() error, wantErr error) {
+		t.Helper()
+		calls(api)
+		if err := do(); !errors.Is(err, wantErr) {
+			t.Fatalf("%s: %v, want %v", what, err, wantErr)
+		}
+		if got := calls(api); !sameCalls(got, want) {
+			t.Errorf("%s made %v, want %v", what, got, want)
+		}
+	}
+	step("a new key", map[string]int{"acquire": 1, "complete": 1}, func() error { return p.Do(ctx, "new", ok) }, nil)
+	step("a duplicate", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "new", ok) }, sqsonce.ErrDuplicate)
+	boom := errors.New("boom")
+	step("a failure", map[string]int{"acquire": 1, "release": 1}, func() error {
+		return p.Do(ctx, "fails", func(context.Context) error { return boom })
+	}, boom)
+
+	started, finish := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- p.Do(ctx, "held", func(context.Context) error { close(started); <-finish; return nil })
+	}()
+	<-started
+	step("an in-progress refusal", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "held", ok) }, sqsonce.ErrInProgress)
+	close(finish)
+	if err := <-holder; err != nil {
+		t.Fatalf("holder's Do: %v", err)
+	}
+
+	step("a new key (local cache on)", map[string]int{"acquire": 1, "complete": 1}, func() error { return cached.Do(ctx, "warm", ok) }, nil)
+	step("a warm duplicate", map[string]int{}, func() error { return cached.Do(ctx, "warm", ok) }, sqsonce.ErrDuplicate)
+}
+
+// putItem writes a record by hand, as another version (or application) of
+// the table's writers would have.
+func putItem(t *testing.T, b backend, table string, attrs map[string]string, numbers map[string]int64) {
+	t.Helper()
+	item := map[string]types.AttributeValue{}
+	for k, v := range attrs {
+		item[k] = &types.AttributeValueMemberS{Value: v}
+	}
+	for k, n := range numbers {
+		item[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+	}
+	if _, err := b.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		t.Fatalf("put %v: %v", item, err)
+	}
+}
+
+// TestDynamoDBStoreUnfencedLock: a live PROCESSING record written without a
+// fence (as every version before fencing wrote them: id, status, owner,
+// lockExpiresAt, expiresAt) reads with Fence 0 and is released by the
+// operator's release (Release with the lease read from the record), which
+// `sqs-once release --force` refused with "record changed since it was
+// read". The key is then acquired again, its fence starting from the
+// clock.
+func TestDynamoDBStoreUnfencedLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			table := b.newTable(t)
+			store := sqsonce.NewDynamoDBStore(b.api, table)
+			now := time.Now().Truncate(time.Millisecond)
+			id := sqsonce.RecordID("app", "legacy")
+			lockUntil := now.Add(10 * time.Minute)
+			putItem(t, b, table, map[string]string{
+				sqsonce.AttrID: id, sqsonce.AttrStatus: string(sqsonce.StatusProcessing), "owner": "old-version-owner",
+			}, map[string]int64{
+				"lockExpiresAt": lockUntil.UnixMilli(), sqsonce.AttrExpiresAt: lockUntil.Add(time.Hour).Unix(),
+			})
+
+			rec, err := store.Read(ctx, id)
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if rec.Status != sqsonce.StatusProcessing || rec.Owner != "old-version-owner" || rec.Fence != 0 || !rec.LockExpiresAt.Equal(lockUntil) || !rec.Live(now) {
+				t.Fatalf("Read = %+v, want a live PROCESSING lock of old-version-owner until %s, fence 0", rec, lockUntil)
+			}
+			if _, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, sqsonce.ErrInProgress) {
+				t.Fatalf("Acquire of the unfenced live lock: %v, want ErrInProgress", err)
+			}
+
+			if err := store.Release(ctx, sqsonce.Lease{ID: rec.ID, Owner: rec.Owner}, now); err != nil {
+				t.Fatalf("the operator's release of an unfenced lock: %v", err)
+			}
+			if rec, err := store.Read(ctx, id); err != nil || rec.Status != sqsonce.StatusReleased {
+				t.Fatalf("after the release: %+v, %v; want RELEASED", rec, err)
+			}
+			lease, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)})
+			if err != nil {
+				t.Fatalf("Acquire after the release: %v", err)
+			}
+			if want := sqsonce.FenceSeed(now) + 1; lease.Fence != want || lease.TookOver {
+				t.Errorf("lease %+v, want fence %d (from the clock: the record had none), not a takeover", lease, want)
+			}
+			if rec, err := store.Read(ctx, id); err != nil || rec.Fence != lease.Fence || rec.Owner != "new" {
+				t.Errorf("after the acquisition: %+v, %v; want owner new, fence %d", rec, err, lease.Fence)
+			}
+		})
+	}
+}
+
+// TestDynamoDBStoreForeignRecord: a record the protocol did not write under
+// a key's id makes Acquire fail with ErrMisconfigured (the function does
+// not run, and no retry helps), whether the refusal carried the record or
+// the store read it.
+func TestDynamoDBStoreForeignRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	past := now.Add(-time.Hour)
+	cases := []struct {
+		name    string
+		attrs   map[string]string
+		numbers map[string]int64
+	}{
+		{"unknown status", map[string]string{sqsonce.AttrStatus: "FOO", "owner": "x"}, map[string]int64{"lockExpiresAt": past.UnixMilli(), sqsonce.AttrExpiresAt: past.Unix()}},
+		{"lock without expiry", map[string]string{sqsonce.AttrStatus: string(sqsonce.StatusProcessing), "owner": "x"}, map[string]int64{sqsonce.AttrExpiresAt: now.Add(time.Hour).Unix()}},
+		{"completion without window", map[string]string{sqsonce.AttrStatus: string(sqsonce.StatusCompleted), "owner": "x"}, nil},
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			table := b.newTable(t)
+			api := &countingDynamo{DynamoDBAPI: b.api}
+			store := sqsonce.NewDynamoDBStore(api, table)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					id := sqsonce.RecordID("app", c.name)
+					attrs := map[string]string{sqsonce.AttrID: id}
+					for k, v := range c.attrs {
+						attrs[k] = v
+					}
+					putItem(t, b, table, attrs, c.numbers)
+					calls(api)
+					_, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
+					if !errors.Is(err, sqsonce.ErrMisconfigured) {
+						t.Errorf("Acquire: %v, want ErrMisconfigured", err)
+					}
+					if errors.Is(err, sqsonce.ErrInProgress) || errors.Is(err, sqsonce.ErrDuplicate) {
+						t.Errorf("Acquire: %v, which a caller would take for a held key", err)
+					}
+					want := map[string]int{"acquire": 1, "read": 1}
+					if b.oldItemOnRefusal {
+						want = map[string]int{"acquire": 1}
+					}
+					if got := calls(api); !sameCalls(got, want) {
+						t.Errorf("calls %v, want %v", got, want)
+					}
+					if _, err := store.Read(ctx, id); !errors.Is(err, sqsonce.ErrMisconfigured) {
+						t.Errorf("Read: %v, want ErrMisconfigured", err)
+					}
+				})
+			}
+		})
+	}
+}
