@@ -99,7 +99,14 @@ func (k KeySource) String() string {
 	return k.kind + ":" + k.arg
 }
 
-// key returns the record's idempotency key. setting names where the key
+// Key returns msg's idempotency key as a Processor with this KeySource
+// reads it, or an error matching ErrNoKey: for a program that predicts
+// which record a message will lock (the local demo's -stack mode).
+func (k KeySource) Key(msg events.SQSMessage) (string, error) {
+	return k.keyOf(msg, "Config.Key")
+}
+
+// keyOf returns the record's idempotency key. setting names where the key
 // source came from, for the error: "IDEMPOTENCY_KEY" or "Config.Key".
 func (k KeySource) keyOf(msg events.SQSMessage, setting string) (string, error) {
 	key, err := k.key(msg)

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 var (
@@ -19,11 +19,11 @@ var (
 	errCrashed   = errors.New("simulated crash: this invocation was abandoned after its side effect")
 )
 
-// Business is the demo's business handler, plugged into the processor's
-// Business seam in place of cmd/processor's. Its side effect is a line in the
-// ledger; it fails poison keys always, transient keys for a while, rejects
-// permanent keys with processor.Permanent, and can simulate a crash right
-// after a side effect.
+// Business is the demo's business handler, the sqsonce.Handler the processor
+// runs in place of cmd/processor's. Its side effect is a line in the ledger;
+// it fails poison keys always, transient keys for a while, rejects permanent
+// keys with sqsonce.Permanent, and can simulate a crash right after a side
+// effect.
 type Business struct {
 	ledger *Ledger
 	keys   map[string]Key
@@ -54,15 +54,15 @@ func NewBusiness(ledger *Ledger, w Workload) *Business {
 // the lock then fails, because by then the lock has been taken over.
 func (b *Business) Release() { b.releaseOnce.Do(func() { close(b.release) }) }
 
-// Handle is a processor.Business.
+// Handle is an sqsonce.Handler.
 func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
 	body, err := ParseBody(msg.Body)
 	if err != nil {
-		return processor.Permanent(err)
+		return sqsonce.Permanent(err)
 	}
 	key, ok := b.keys[body.OrderID]
 	if !ok {
-		return processor.Permanent(fmt.Errorf("order %q is not part of this run", body.OrderID))
+		return sqsonce.Permanent(fmt.Errorf("order %q is not part of this run", body.OrderID))
 	}
 
 	b.mu.Lock()
@@ -78,7 +78,7 @@ func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
 	case Poison:
 		return errPoison
 	case Permanent:
-		return processor.Permanent(fmt.Errorf("order %s: amount field is not a valid currency amount", key.ID))
+		return sqsonce.Permanent(fmt.Errorf("order %s: amount field is not a valid currency amount", key.ID))
 	case Transient:
 		if attempt <= key.Failures {
 			return fmt.Errorf("attempt %d of %d failing: %w", attempt, key.Failures, errTransient)

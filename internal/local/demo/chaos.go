@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // The -chaos levels.
@@ -121,8 +121,8 @@ func completedRecord(body []byte) string {
 		return ""
 	}
 	for _, v := range in.ExpressionAttributeValues {
-		if v["S"] == string(dedupe.StatusCompleted) {
-			return in.Key[dedupe.AttrID]["S"]
+		if v["S"] == string(sqsonce.StatusCompleted) {
+			return in.Key[sqsonce.AttrID]["S"]
 		}
 	}
 	return ""

@@ -1,3 +1,5 @@
+//go:build integration
+
 package demo
 
 import (
@@ -16,11 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
-	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }
@@ -344,9 +345,10 @@ func TestStackMode(t *testing.T) {
 		return nil
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	procH, err := processor.New(info.processorCfg, processor.Deps{
-		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(awsCfg)), SQS: api, Business: business, Logger: quiet,
-	})
+	procCfg := info.processorCfg
+	procCfg.Store = sqsonce.NewDynamoDBStore(serializeWrites(dynamodb.NewFromConfig(awsCfg)), procCfg.Table)
+	procCfg.AWS, procCfg.Logger = awsCfg, quiet
+	procH, err := sqsonce.New(procCfg, business)
 	if err != nil {
 		t.Fatal(err)
 	}

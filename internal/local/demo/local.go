@@ -20,13 +20,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 const (
@@ -332,7 +331,7 @@ type localRun struct {
 	api, pipe queueAPI
 	// ddb is the processor's DynamoDB client: the table's partitions, each
 	// with its conditional writes atomic per item.
-	ddb      dedupe.DynamoAPI
+	ddb      sqsonce.DynamoDBAPI
 	chaos    *chaosLog
 	w        Workload
 	producer *producer
@@ -395,17 +394,22 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	ddb := newCompletionObserver(r.ddb, info.processorCfg.KeyPrefix, r.w, r.tracker.Completed)
 	// The processor's log lines also feed the report's per-record counts.
 	procLog := slog.New(newOutcomeCounter(r.fnLog.Handler(), r.tracker.Outcome))
-	deps := processor.Deps{DynamoDB: ddb, SQS: sqs.NewFromConfig(awsCfg), Logger: procLog, Rand: seededRand(r.opts.Seed, backoffSeedStream)}
+	cfg := info.processorCfg
+	cfg.Store = sqsonce.NewDynamoDBStore(ddb, cfg.Table)
+	// The processor's SQS calls (operator queue, failure backoff, the queue
+	// check) are the pipeline's: through the fault proxy with -chaos.
+	cfg.AWS, cfg.Logger, cfg.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
+	var handler sqsonce.Handler
 	if r.target != nil {
 		tg, err := newObservedTarget(awsCfg, info, r.forwards, procLog)
 		if err != nil {
 			return nil, err
 		}
-		deps.Target = tg
+		cfg.Target = tg
 	} else {
-		deps.Business = r.biz.Handle
+		handler = r.biz.Handle
 	}
-	proc, err := processor.New(info.processorCfg, deps)
+	proc, err := sqsonce.New(cfg, handler)
 	if err != nil {
 		return nil, err
 	}
@@ -538,7 +542,7 @@ func (r *localRun) observed() Observed {
 	obs.Chaos = r.chaos.stats(r.opts.Chaos, r.opts.Crash)
 	obs.FaultedCompletions = map[string]bool{}
 	for _, k := range r.w.Keys {
-		if r.chaos.hitCompletion(dedupe.RecordID(r.info.processorCfg.KeyPrefix, k.ID)) {
+		if r.chaos.hitCompletion(sqsonce.RecordID(r.info.processorCfg.KeyPrefix, k.ID)) {
 			obs.FaultedCompletions[k.ID] = true
 		}
 	}

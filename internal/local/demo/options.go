@@ -90,7 +90,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.Float64Var(&o.DuplicateShare, "dup", 0.2, "share of the normal keys a retrying producer sends 2 or 3 times, each time with a new messageId")
 	fs.IntVar(&o.Poison, "poison", 3, "keys whose handler always fails: DLQ, every replay, then the operator queue")
 	fs.IntVar(&o.Transient, "transient", 4, "keys that fail a few times, then succeed (half of them only after a replay)")
-	fs.IntVar(&o.Permanent, "permanent", 2, "keys the handler rejects with processor.Permanent: straight to the operator queue")
+	fs.IntVar(&o.Permanent, "permanent", 2, "keys the handler rejects with sqsonce.Permanent: straight to the operator queue")
 	fs.IntVar(&o.Crash, "crash", 0, "keys whose processor invocation hangs right after the side effect until the function timeout, as a crash between side effect and completion; shows the documented duplicate window")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "concurrent pollers (invocations) on the main queue")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the run: the workload (keys, copies, order), the replay and failure backoff jitter, and the sequence of -chaos faults and crashes")

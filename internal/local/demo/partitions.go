@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // dynamoPartitions is how many moto_servers hold the idempotency table's
@@ -25,13 +25,51 @@ import (
 // atomic there.
 const dynamoPartitions = 2
 
-// partitioned routes each UpdateItem to its item's partition.
-type partitioned []dedupe.DynamoAPI
+// partitioned routes each call on an item to the item's partition.
+type partitioned []sqsonce.DynamoDBAPI
 
-var _ dedupe.DynamoAPI = partitioned(nil)
+var _ sqsonce.DynamoDBAPI = partitioned(nil)
 
 func (p partitioned) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return p[partitionOf(in.Key, len(p))].UpdateItem(ctx, in, optFns...)
+}
+
+func (p partitioned) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return p[partitionOf(in.Key, len(p))].GetItem(ctx, in, optFns...)
+}
+
+func (p partitioned) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return p[partitionOf(in.Key, len(p))].DeleteItem(ctx, in, optFns...)
+}
+
+// errScanPartitioned: a scan of one partition would be a part of the table
+// that looks like all of it, and the processor never scans (only the CLI's
+// status --locks does, against one table).
+var errScanPartitioned = errors.New("demo: Scan of the partitioned idempotency table: the processor never scans it")
+
+func (p partitioned) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return nil, errScanPartitioned
+}
+
+// atomicWrites is a moto_server client for the processor's store: its
+// conditional writes through motoserver.SerializeWrites, atomic per item as
+// DynamoDB's are (moto checks a condition and writes without a lock between
+// the two), its reads straight to the server.
+type atomicWrites struct {
+	motoserver.DynamoWriter
+	reads *dynamodb.Client
+}
+
+func serializeWrites(c *dynamodb.Client) sqsonce.DynamoDBAPI {
+	return atomicWrites{DynamoWriter: motoserver.SerializeWrites(c), reads: c}
+}
+
+func (a atomicWrites) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return a.reads.GetItem(ctx, in, optFns...)
+}
+
+func (a atomicWrites) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return a.reads.Scan(ctx, in, optFns...)
 }
 
 // partitionOf is the partition of the item with key (the table's id).
@@ -120,13 +158,13 @@ func copyTable(ctx context.Context, from tableAPI, to tableCreator, table string
 // partition URL (or the stack's own server when there are none), each with
 // its conditional writes made atomic per item, and with -chaos behind a
 // fault proxy of its own. The table is copied to each partition first.
-func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (dedupe.DynamoAPI, func(), error) {
+func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (sqsonce.DynamoDBAPI, func(), error) {
 	if len(urls) == 0 {
 		cfg, closeProxy, err := pipelineConfig(awsCfg, aws.ToString(awsCfg.BaseEndpoint), opts, chaos, 1)
 		if err != nil {
 			return nil, nil, err
 		}
-		return motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg)), closeProxy, nil
+		return serializeWrites(dynamodb.NewFromConfig(cfg)), closeProxy, nil
 	}
 	from := dynamodb.NewFromConfig(awsCfg)
 	var closers []func()
@@ -149,7 +187,7 @@ func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls
 			return nil, nil, err
 		}
 		closers = append(closers, closeProxy)
-		parts[i] = motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg))
+		parts[i] = serializeWrites(dynamodb.NewFromConfig(cfg))
 	}
 	return parts, closeAll, nil
 }

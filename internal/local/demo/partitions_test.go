@@ -1,3 +1,5 @@
+//go:build integration
+
 package demo
 
 import (
@@ -10,16 +12,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // TestPartitionsKeepEachItemOnOneServer copies the table to a second
 // moto_server, as the demo does for its DynamoDB partitions, and writes keys
 // through the partitioned client: each key's writes reach one server (a
-// conditional create of a key that exists fails there), and the keys are
-// spread over both servers.
+// conditional create of a key that exists fails there), its reads and
+// deletes reach the same one, and the keys are spread over both servers.
 func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 	ctx := context.Background()
 	cfg := mototest.Config(t)
@@ -35,14 +37,17 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 	if err := copyTable(ctx, clients[0], clients[1], table); err != nil {
 		t.Fatal(err)
 	}
-	parts := partitioned{motoserver.SerializeWrites(clients[0]), motoserver.SerializeWrites(clients[1])}
+	parts := partitioned{serializeWrites(clients[0]), serializeWrites(clients[1])}
+	key := func(id string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
+	}
 	create := func(id string) error {
 		_, err := parts.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(table),
-			Key:                       map[string]ddbtypes.AttributeValue{dedupe.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}},
+			Key:                       key(id),
 			UpdateExpression:          aws.String("SET #s = :s"),
 			ConditionExpression:       aws.String("attribute_not_exists(#id)"),
-			ExpressionAttributeNames:  map[string]string{"#s": dedupe.AttrStatus, "#id": dedupe.AttrID},
+			ExpressionAttributeNames:  map[string]string{"#s": sqsonce.AttrStatus, "#id": sqsonce.AttrID},
 			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: "PROCESSING"}},
 		})
 		return err
@@ -57,6 +62,22 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 		if err := create(id); !errors.As(err, &ccf) {
 			t.Errorf("second create of %s: %v, want the condition to fail on the item's partition", id, err)
 		}
+		got, err := parts.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key(id), ConsistentRead: aws.Bool(true)})
+		if err != nil || len(got.Item) == 0 {
+			t.Errorf("get %s: %v, want the item from its partition", id, err)
+		}
+	}
+	// Every third key deleted: each delete must reach the server that
+	// holds the item for the count below to come out right.
+	const deleted = (keys + 2) / 3
+	for i := 0; i < keys; i += 3 {
+		id := fmt.Sprintf("p#order-%05d", i)
+		if _, err := parts.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(table), Key: key(id), ConditionExpression: aws.String("attribute_exists(#id)"),
+			ExpressionAttributeNames: map[string]string{"#id": sqsonce.AttrID},
+		}); err != nil {
+			t.Errorf("delete %s: %v, want it deleted on its partition", id, err)
+		}
 	}
 	total := 0
 	for i, c := range clients {
@@ -69,7 +90,7 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 		}
 		total += int(out.Count)
 	}
-	if total != keys {
-		t.Errorf("%d items over the partitions, want %d: a key was written to both", total, keys)
+	if total != keys-deleted {
+		t.Errorf("%d items over the partitions, want %d: a key was written to both, or deleted on the wrong one", total, keys-deleted)
 	}
 }

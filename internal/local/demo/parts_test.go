@@ -17,11 +17,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
-	"github.com/sqs-once/sqs-once/internal/processor"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func TestLedgerAppendsConcurrentlyAndReadsBack(t *testing.T) {
@@ -120,7 +120,7 @@ func TestBusinessByKind(t *testing.T) {
 		b := setupBusiness(t, WorkloadSpec{Keys: 2, Poison: 1, MaxReceiveCount: 3})
 		m := b.msg(Poison)
 		for range 10 {
-			if err := b.biz.Handle(ctx, m); !errors.Is(err, errPoison) || processor.IsPermanent(err) {
+			if err := b.biz.Handle(ctx, m); !errors.Is(err, errPoison) || sqsonce.IsPermanent(err) {
 				t.Fatalf("poison attempt: %v", err)
 			}
 		}
@@ -150,14 +150,14 @@ func TestBusinessByKind(t *testing.T) {
 	t.Run("permanent is marked permanent", func(t *testing.T) {
 		t.Parallel()
 		b := setupBusiness(t, WorkloadSpec{Keys: 2, Permanent: 1, MaxReceiveCount: 3})
-		if err := b.biz.Handle(ctx, b.msg(Permanent)); !processor.IsPermanent(err) {
+		if err := b.biz.Handle(ctx, b.msg(Permanent)); !sqsonce.IsPermanent(err) {
 			t.Errorf("permanent key: %v", err)
 		}
 	})
 	t.Run("unparsable body is permanent", func(t *testing.T) {
 		t.Parallel()
 		b := setupBusiness(t, WorkloadSpec{Keys: 1, MaxReceiveCount: 3})
-		if err := b.biz.Handle(ctx, events.SQSMessage{Body: "{"}); !processor.IsPermanent(err) {
+		if err := b.biz.Handle(ctx, events.SQSMessage{Body: "{"}); !sqsonce.IsPermanent(err) {
 			t.Errorf("bad body: %v", err)
 		}
 	})
@@ -207,20 +207,20 @@ func TestCompletionObserver(t *testing.T) {
 	api := &fakeDynamo{}
 	var got []Completion
 	obs := newCompletionObserver(api, "fn", w, func(c Completion) { got = append(got, c) })
-	store := dedupe.NewStore(obs, "table", "fn")
+	store := sqsonce.NewDynamoDBStore(obs, "table")
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	now := time.Now()
 
-	lease, err := store.Acquire(ctx, w.Keys[0].ID, now, now.Add(time.Second))
+	lease, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: sqsonce.RecordID("fn", w.Keys[0].ID), Owner: "o", Now: now, LockUntil: now.Add(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Complete(ctx, lease, now, time.Hour); err != nil {
+	if err := store.Complete(ctx, lease, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	api.updateErr = errors.New("throttled")
-	_ = store.Complete(ctx, dedupe.Lease{Key: w.Keys[1].ID, Owner: "o"}, now, time.Hour)
-	_ = store.Complete(ctx, dedupe.Lease{Key: "not-in-the-workload", Owner: "o"}, now, time.Hour)
+	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour))
+	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour))
 	_ = store.Release(ctx, lease, now)
 
 	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||
@@ -229,19 +229,96 @@ func TestCompletionObserver(t *testing.T) {
 	}
 }
 
-// fakeDynamo accepts every write, or fails UpdateItem with updateErr.
+// fakeDynamo accepts every write, or fails UpdateItem with updateErr, and
+// holds no item.
 type fakeDynamo struct{ updateErr error }
 
-func (f *fakeDynamo) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return &dynamodb.PutItemOutput{}, nil
-}
+var _ sqsonce.DynamoDBAPI = (*fakeDynamo)(nil)
 
 func (f *fakeDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return &dynamodb.UpdateItemOutput{}, f.updateErr
 }
 
+func (f *fakeDynamo) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return &dynamodb.GetItemOutput{}, nil
+}
+
 func (f *fakeDynamo) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+func (f *fakeDynamo) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return &dynamodb.ScanOutput{}, nil
+}
+
+// TestPartitionedRoutesEachItemToOnePartition: the processor's every call on
+// an item (UpdateItem, GetItem, DeleteItem) reaches the partition of the
+// item's id, the same one each time; a Scan, which would see one partition
+// as the whole table, is refused.
+func TestPartitionedRoutesEachItemToOnePartition(t *testing.T) {
+	t.Parallel()
+	calls := make([]*partitionCalls, dynamoPartitions)
+	parts := make(partitioned, dynamoPartitions)
+	for i := range parts {
+		calls[i] = &partitionCalls{ids: map[string][]string{}}
+		parts[i] = calls[i]
+	}
+	ctx := context.Background()
+	for i := range 20 {
+		id := sqsonce.RecordID("p", fmt.Sprintf("order-%05d", i))
+		key := map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
+		_, _ = parts.UpdateItem(ctx, &dynamodb.UpdateItemInput{Key: key})
+		_, _ = parts.GetItem(ctx, &dynamodb.GetItemInput{Key: key})
+		_, _ = parts.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key})
+	}
+	seen := map[string]int{}
+	for i, c := range calls {
+		if len(c.ids) == 0 {
+			t.Errorf("partition %d got no call: the items are not spread", i)
+		}
+		for id, ops := range c.ids {
+			seen[id]++
+			if !slices.Equal(ops, []string{"UpdateItem", "GetItem", "DeleteItem"}) {
+				t.Errorf("partition %d got %v for %s, want all three calls of the item", i, ops, id)
+			}
+		}
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s reached %d partitions, want 1", id, n)
+		}
+	}
+	if len(seen) != 20 {
+		t.Errorf("%d items routed, want 20", len(seen))
+	}
+	if _, err := parts.Scan(ctx, &dynamodb.ScanInput{}); !errors.Is(err, errScanPartitioned) {
+		t.Errorf("Scan: %v, want it refused", err)
+	}
+}
+
+// partitionCalls records the calls each item's id reached it with.
+type partitionCalls struct {
+	fakeDynamo
+	ids map[string][]string
+}
+
+func (p *partitionCalls) add(op string, key map[string]ddbtypes.AttributeValue) {
+	p.ids[recordID(key)] = append(p.ids[recordID(key)], op)
+}
+
+func (p *partitionCalls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	p.add("UpdateItem", in.Key)
+	return p.fakeDynamo.UpdateItem(ctx, in, o...)
+}
+
+func (p *partitionCalls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	p.add("GetItem", in.Key)
+	return p.fakeDynamo.GetItem(ctx, in, o...)
+}
+
+func (p *partitionCalls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	p.add("DeleteItem", in.Key)
+	return p.fakeDynamo.DeleteItem(ctx, in, o...)
 }
 
 // TestTrackerOperatorArrivals: the same SQS message received twice (its

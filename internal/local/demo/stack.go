@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 const (
@@ -327,19 +327,19 @@ func (r *stackRun) wait(ctx context.Context, prog *progressWriter, wait time.Dur
 }
 
 // pollCompleted reads the idempotency records of the keys not yet seen
-// COMPLETED, with the record schema dedupe exports.
+// COMPLETED, with the record schema sqsonce exports.
 func (r *stackRun) pollCompleted(ctx context.Context) error {
 	table, prefix := r.info.table, r.info.processorCfg.KeyPrefix
 	byID := map[string]string{}
 	for _, k := range r.expected {
 		if k != "" && !r.completed[k] {
-			byID[dedupe.RecordID(prefix, k)] = k
+			byID[sqsonce.RecordID(prefix, k)] = k
 		}
 	}
 	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(byID)), 100) {
 		ka := ddbtypes.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
 		for _, id := range chunk {
-			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{dedupe.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}})
+			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}})
 		}
 		// Unprocessed keys are simply read again on the next poll.
 		out, err := r.ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{table: ka}})
@@ -347,8 +347,8 @@ func (r *stackRun) pollCompleted(ctx context.Context) error {
 			return fmt.Errorf("read the idempotency table %s: %w", table, err)
 		}
 		for _, item := range out.Responses[table] {
-			status, _ := item[dedupe.AttrStatus].(*ddbtypes.AttributeValueMemberS)
-			if k, ok := byID[recordID(item)]; ok && status != nil && status.Value == string(dedupe.StatusCompleted) {
+			status, _ := item[sqsonce.AttrStatus].(*ddbtypes.AttributeValueMemberS)
+			if k, ok := byID[recordID(item)]; ok && status != nil && status.Value == string(sqsonce.StatusCompleted) {
 				r.completed[k] = true
 			}
 		}

@@ -3,7 +3,9 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,13 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // Logical ids of the template's resources the runner wires together.
@@ -45,7 +47,7 @@ type stackInfo struct {
 	mainURL, dlqURL, opURL, table string
 	processor, replayer           samstack.Function
 	processorESM, replayerESM     samstack.EventSource
-	processorCfg                  processor.Config
+	processorCfg                  sqsonce.Config // as cmd/processor reads it; TARGET is deployedTarget
 	replayCfg                     replay.Config
 	maxReceiveCount               int
 	visibility                    time.Duration // the main queue's
@@ -90,14 +92,38 @@ func loadStack(ctx context.Context, api queueAPI, st *samstack.Stack) (*stackInf
 	if s.replayer, s.replayerESM, err = functionOn(st, replayerFunction, dlq[string(sqstypes.QueueAttributeNameQueueArn)]); err != nil {
 		return nil, err
 	}
-	if s.processorCfg, err = processor.LoadConfig(envconfig.Map(s.processor.Env)); err != nil {
+	cfg, cfgErr := sqsonce.ConfigFromEnv(lambdaEnv(s.processor))
+	var targetErr error
+	if t := s.deployedTarget(); t != "" {
+		if _, err := target.ParseSpec(t); err != nil {
+			targetErr = &envconfig.VarError{Name: "TARGET", Msg: err.Error()}
+		}
+	}
+	if err := errors.Join(cfgErr, targetErr); err != nil {
 		return nil, fmt.Errorf("%s's environment: %w", processorFunction, err)
 	}
+	s.processorCfg = cfg
 	if s.replayCfg, err = replay.LoadConfig(envconfig.Map(s.replayer.Env)); err != nil {
 		return nil, fmt.Errorf("%s's environment: %w", replayerFunction, err)
 	}
 	return s, nil
 }
+
+// lambdaEnv is fn's environment as Lambda presents it to the function: its
+// variables, and AWS_LAMBDA_FUNCTION_NAME, which Lambda sets (KEY_PREFIX's
+// default, and the function a lambda TARGET must not name).
+func lambdaEnv(fn samstack.Function) envconfig.Lookup {
+	env := maps.Clone(fn.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["AWS_LAMBDA_FUNCTION_NAME"] = fn.Name
+	return envconfig.Map(env)
+}
+
+// deployedTarget is the processor's TARGET as deployed, "" for none: what
+// cmd/processor hands the records to instead of its handler.
+func (s *stackInfo) deployedTarget() string { return s.processor.Env["TARGET"] }
 
 // functionOn finds a function of the stack and its event source mapping on
 // the queue with the given ARN.
@@ -147,14 +173,20 @@ func (s *stackInfo) timings() Timings {
 	}
 }
 
+// lockDeadlineMargin is how long past the invocation's deadline the
+// processor's lock lasts without a LOCK_TIMEOUT: sqsonce.Config.LockTimeout's
+// "until the invocation's deadline plus 5 s" (deadlineMargin in sqsonce's
+// lock.go, unexported there).
+const lockDeadlineMargin = 5 * time.Second
+
 // lockHold is the least time a processor lock is held after its invocation
 // started: LOCK_TIMEOUT from the acquisition, or without one the
-// invocation's deadline plus dedupe's margin.
+// invocation's deadline plus sqsonce's margin.
 func (s *stackInfo) lockHold() time.Duration {
 	if s.processorCfg.LockTimeout > 0 {
 		return s.processorCfg.LockTimeout
 	}
-	return s.processor.Timeout + dedupe.DeadlineMargin
+	return s.processor.Timeout + lockDeadlineMargin
 }
 
 func (s *stackInfo) ceiling(n int) float64 { return s.replayCfg.Backoff.Ceiling(n).Seconds() }

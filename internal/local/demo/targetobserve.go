@@ -14,14 +14,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/sqs-once/sqs-once/internal/target"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // What the target answered for one message the processor handed it.
 const (
 	ForwardAccepted = "accepted"
 	// ForwardUnknown: the target could not tell whether the destination
-	// took the message (target.ErrOutcomeUnknown); the processor keeps the
+	// took the message (sqsonce.ErrOutcomeUnknown); the processor keeps the
 	// lock until it expires, then the message is delivered again.
 	ForwardUnknown = "unknown"
 	// ForwardFailed: the destination did not take it, or refused it.
@@ -106,12 +107,12 @@ func (l *ForwardLog) Snapshot() ForwardObserved {
 // observedTarget is the processor's target with every message's outcome
 // recorded, with the invocation that handed it over.
 type observedTarget struct {
-	target.Target
+	sqsonce.Target
 	log *ForwardLog
 }
 
 // Deliver is the target's, reported message by message.
-func (t observedTarget) Deliver(ctx context.Context, msgs []target.Message) []error {
+func (t observedTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []error {
 	errs := t.Target.Deliver(ctx, msgs)
 	at := time.Now()
 	var req string
@@ -132,7 +133,7 @@ func (t observedTarget) Deliver(ctx context.Context, msgs []target.Message) []er
 		switch err := errs[i]; {
 		case err == nil:
 			fs[i].Outcome = ForwardAccepted
-		case errors.Is(err, target.ErrOutcomeUnknown):
+		case errors.Is(err, sqsonce.ErrOutcomeUnknown):
 		default:
 			fs[i].Outcome = ForwardFailed
 		}

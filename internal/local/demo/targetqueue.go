@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/internal/target"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // targetQueue is the second queue of -target sqs: the processor forwards
@@ -75,7 +75,7 @@ func queueURLFromARN(arn string) (string, error) {
 // asked for: a template that does not pass the Target parameter to the
 // processor's TARGET would otherwise run a processor with no target at all.
 func (q *targetQueue) checkDeployed(info *stackInfo, template string) error {
-	if got := info.processorCfg.Target; got != q.spec.String() {
+	if got := info.deployedTarget(); got != q.spec.String() {
 		return fmt.Errorf("the processor deployed from %s has TARGET=%q, want %q: does the template pass its Target parameter to the processor's TARGET?", template, got, q.spec)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/internal/target"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // TargetStats is what reached the target queue of -target sqs, counted per

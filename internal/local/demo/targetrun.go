@@ -8,27 +8,23 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sqs-once/sqs-once/internal/target"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // newObservedTarget builds the target cmd/processor would build from the
-// deployed processor's TARGET (target.New, named after the deployed
-// function so a target naming it is refused as in Lambda), with every
-// message's outcome and every SendMessageBatch attempt recorded in log.
-func newObservedTarget(awsCfg aws.Config, info *stackInfo, log *ForwardLog, logger *slog.Logger) (target.Target, error) {
-	cfg := info.processorCfg
-	spec, err := target.ParseSpec(cfg.Target)
+// deployed processor's environment (target.FromEnv, under the deployed
+// function's name, so a target naming it is refused as in Lambda), with
+// every message's outcome and every SendMessageBatch attempt recorded in
+// log.
+func newObservedTarget(awsCfg aws.Config, info *stackInfo, log *ForwardLog, logger *slog.Logger) (sqsonce.Target, error) {
+	spec, err := target.ParseSpec(info.deployedTarget())
 	if err != nil {
 		return nil, fmt.Errorf("%s's TARGET: %w", processorFunction, err)
 	}
-	tg, err := target.New(spec, observeTargetAttempts(awsCfg, spec.Dest, log.attempt), target.Options{
-		EventSource: cfg.TargetEventSource,
-		DetailType:  cfg.TargetDetailType,
-		Self:        info.processor.Name,
-		Logger:      logger,
-	})
+	tg, err := target.FromEnv(lambdaEnv(info.processor), observeTargetAttempts(awsCfg, spec.Dest, log.attempt), logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s's environment: %w", processorFunction, err)
 	}
 	return observedTarget{Target: tg, log: log}, nil
 }
@@ -64,7 +60,7 @@ func (r *localRun) evaluateTarget(ctx context.Context) (Summary, error) {
 			Ceiling:  r.info.ceiling,
 			Logs:     r.logPath,
 		},
-		Target:  r.info.processorCfg.Target,
+		Target:  r.info.deployedTarget(),
 		Queue:   r.target.url,
 		Message: r.producer.message,
 	})

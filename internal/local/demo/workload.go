@@ -18,7 +18,7 @@ const (
 	Poison Kind = "poison"
 	// Transient keys fail a few times, then succeed.
 	Transient Kind = "transient"
-	// Permanent keys are rejected with processor.Permanent: straight to the
+	// Permanent keys are rejected with sqsonce.Permanent: straight to the
 	// operator queue, no retries burnt.
 	Permanent Kind = "permanent"
 )
