@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
@@ -160,135 +158,5 @@ func TestFIFOGroupsKeepTheirOrderUnderConcurrency(t *testing.T) {
 		if !slices.Equal(api.order[g], w) {
 			t.Errorf("group %s sent in the order %v, want %v", g, api.order[g], w)
 		}
-	}
-}
-
-// The per-record accounting stays exact with concurrent calls against SQS
-// (moto): injected per-entry failures spread over many calls, and a whole
-// destination failing, leave exactly those records in batchItemFailures;
-// every other one arrives once.
-func TestConcurrentAccountingAgainstSQS(t *testing.T) {
-	t.Parallel()
-	atMax := map[string]events.SQSMessageAttribute{sqsmsg.AttrReplayCount: str("Number", "3")}
-	failing := map[string]bool{}
-	var wantFailed []string
-	for _, i := range []int{0, 9, 10, 47, 48, 99, 120, 149} {
-		failing[fmt.Sprint("r body ", i)] = true
-		wantFailed = append(wantFailed, fmt.Sprint("r-", i))
-	}
-	tests := []struct {
-		name       string
-		failQueue  bool
-		wantFailed []string
-		wantMain   int
-		wantOp     int
-	}{
-		{"per-entry failures across calls", false, wantFailed, 150 - len(wantFailed), 25},
-		{"the operator queue fails as a whole", true, append(slices.Clone(wantFailed), recordIDs(25, "o")...), 150 - len(wantFailed), 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, options{})
-			b.api.failBodies = failing
-			if tt.failQueue {
-				b.api.failQueue = b.opURL
-			}
-			resp := b.handle(append(records(150, "r", nil), records(25, "o", atMax)...)...)
-			var failed []string
-			for _, f := range resp.BatchItemFailures {
-				failed = append(failed, f.ItemIdentifier)
-			}
-			slices.Sort(failed)
-			want := slices.Sorted(slices.Values(tt.wantFailed))
-			if !slices.Equal(failed, want) {
-				t.Errorf("batchItemFailures %v, want %v", failed, want)
-			}
-			for _, q := range []struct {
-				url  string
-				want int
-			}{{b.mainURL, tt.wantMain}, {b.opURL, tt.wantOp}} {
-				seen := map[string]bool{}
-				for _, m := range b.receive(q.url, q.want) {
-					body := aws.ToString(m.Body)
-					if seen[body] || failing[body] {
-						t.Errorf("%s arrived twice, or although it failed", body)
-					}
-					seen[body] = true
-				}
-			}
-			b.empty(b.mainURL)
-			b.empty(b.opURL)
-		})
-	}
-}
-
-func recordIDs(n int, prefix string) []string {
-	var ids []string
-	for i := range n {
-		ids = append(ids, fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return ids
-}
-
-// Worst-case arithmetic of one invocation's sends, for the template's bound
-// on ReplayerBatchSize:
-//
-//   - calls: a batch of n records makes at most ceil(n/10) calls of ten,
-//     plus one partial call per destination (2), plus the calls cut short by
-//     the 1 MiB batch limit: Lambda's 6 MB invocation payload caps a batch's
-//     bodies and attributes at 6 MB, and two consecutive byte-cut calls hold
-//     more than 1 MiB between them, so at most 12 of those;
-//   - rounds: the calls go sendsInFlight at a time;
-//   - callBudget: the time one SendMessageBatch may take. SQS usually
-//     answers in tens of milliseconds; 2 s leaves room for a slow answer or
-//     one retry of the SDK after a throttle;
-//   - invocation margin: start-up, the decisions and the logs, and returning
-//     the response before the timeout.
-const (
-	callBudget       = 2 * time.Second
-	invocationMargin = 5 * time.Second
-)
-
-func worstCaseSendTime(n int) time.Duration {
-	calls := (n+sqsmsg.MaxBatchEntries-1)/sqsmsg.MaxBatchEntries + 2 + 12
-	rounds := (calls + sendsInFlight - 1) / sendsInFlight
-	return time.Duration(rounds) * callBudget
-}
-
-// The template's largest ReplayerBatchSize can be sent within the
-// replayer's timeout by the arithmetic above; a bound that no longer fits
-// (a shorter timeout, fewer sends in flight, a larger maximum) fails here.
-func TestTemplateBatchSizeFitsTheTimeout(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tmpl, err := samstack.Translate(ctx, "../../template.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var most float64
-	for _, p := range tmpl.Parameters() {
-		if p.Name == "ReplayerBatchSize" && p.MaxValue != nil {
-			most = *p.MaxValue
-		}
-	}
-	if most == 0 {
-		t.Fatal("ReplayerBatchSize has no MaxValue: nothing bounds the batch against the timeout")
-	}
-	// The largest batch must also pass the template's rules (with the
-	// batching window they ask for above 10).
-	if _, err := tmpl.ParameterValues(map[string]string{"ReplayerBatchSize": strconv.Itoa(int(most)), "ReplayerBatchingWindow": "1"}); err != nil {
-		t.Fatalf("the largest ReplayerBatchSize is refused: %v", err)
-	}
-	fn := tmpl.Resources()["DlqReplayerFunction"].Properties
-	timeout, ok := fn["Timeout"].(float64)
-	if !ok {
-		t.Fatalf("DlqReplayerFunction's Timeout %v is not a number", fn["Timeout"])
-	}
-	budget := time.Duration(timeout)*time.Second - invocationMargin
-	if need := worstCaseSendTime(int(most)); need > budget {
-		t.Errorf("ReplayerBatchSize up to %v: %v of sends at worst (%v per call, %d in flight), over the %v the %v s timeout leaves",
-			most, need, callBudget, sendsInFlight, budget, timeout)
 	}
 }

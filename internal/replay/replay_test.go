@@ -1,3 +1,5 @@
+//go:build integration
+
 package replay
 
 import (
@@ -129,14 +131,6 @@ func btoi(b bool) int {
 	return 0
 }
 
-func attrs(n int) map[string]events.SQSMessageAttribute {
-	m := map[string]events.SQSMessageAttribute{}
-	for i := range n {
-		m[fmt.Sprint("a", i)] = str("String", fmt.Sprint("v", i))
-	}
-	return m
-}
-
 func TestOperatorQueueReasons(t *testing.T) {
 	t.Parallel()
 	bin := events.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{1}}
@@ -200,14 +194,6 @@ func TestCounterDataTypes(t *testing.T) {
 			t.Errorf("%s: counter %q, want %q", aws.ToString(m.Body), got, want[aws.ToString(m.Body)])
 		}
 	}
-}
-
-func records(n int, prefix string, attrs map[string]events.SQSMessageAttribute) []events.SQSMessage {
-	var recs []events.SQSMessage
-	for i := range n {
-		recs = append(recs, record(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s body %d", prefix, i), attrs))
-	}
-	return recs
 }
 
 // Batching: one SendMessageBatch per destination for up to 10 messages.
@@ -324,15 +310,6 @@ func TestCancelledContextFailsEveryRecord(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 3 {
 		t.Errorf("Handle = %v, %v; want all 3 records failed and no error", resp, err)
 	}
-}
-
-func fifoRecord(id, body, group string, attrs map[string]events.SQSMessageAttribute) events.SQSMessage {
-	r := record(id, body, attrs)
-	if group != "" {
-		r.Attributes["MessageGroupId"] = group
-		r.Attributes["MessageDeduplicationId"] = "producer-dedup-" + id
-	}
-	return r
 }
 
 // A FIFO operator queue gets a group (the record's, or its id) and a

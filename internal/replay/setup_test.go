@@ -1,3 +1,5 @@
+//go:build integration
+
 package replay
 
 import (
@@ -196,15 +198,6 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 		out = append(out, m)
 	}
 	return out
-}
-
-// record is a dead letter as the Lambda event delivers it.
-func record(id, body string, attrs map[string]events.SQSMessageAttribute) events.SQSMessage {
-	return events.SQSMessage{MessageId: id, Body: body, MessageAttributes: attrs, Attributes: map[string]string{}}
-}
-
-func str(dataType, v string) events.SQSMessageAttribute {
-	return events.SQSMessageAttribute{DataType: dataType, StringValue: &v}
 }
 
 // asRecord turns a received message into the record the DLQ would deliver,

@@ -1,3 +1,8 @@
+//go:build integration
+
+// The fault proxy is a server of the local machinery (internal/local), which
+// the hermetic tier does not start: this test runs with -tags integration.
+
 package retrybudget_test
 
 import (

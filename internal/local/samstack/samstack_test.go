@@ -1,3 +1,5 @@
+//go:build integration
+
 package samstack_test
 
 import (
@@ -303,11 +305,4 @@ func TestDescribeUnknownStack(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a stack that does not exist")
 	}
-}
-
-// jsonEqual compares two values by their JSON form.
-func jsonEqual(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
 }
