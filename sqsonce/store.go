@@ -23,7 +23,8 @@ type Store interface {
 	// Acquire takes the lock on req.ID until req.LockUntil, moving the
 	// record's fence on by one (a new record starts it at req.Now in
 	// milliseconds, plus one). It succeeds when there is no record, the
-	// record is RELEASED, its lock expired (LockExpiresAt before req.Now),
+	// record is RELEASED, its lock expired (LockExpiresAt before req.Now, in
+	// milliseconds),
 	// or its COMPLETED window ended (ExpiresAt before req.Now, in whole
 	// seconds). Otherwise it returns a *HeldError with the record that
 	// refused it, except that a live lock whose Owner is req.Owner is this

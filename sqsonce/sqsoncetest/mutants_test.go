@@ -1,0 +1,466 @@
+package sqsoncetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
+)
+
+// The suite's own test: each rule of TestStore fails on a store mutated to
+// break it. TestStore takes a *testing.T and fails it, so each mutant runs
+// in a child process (this test binary again, running TestMutantChild on
+// the mutant named by mutantEnv), and the parent reads which of the child's
+// subtests failed.
+
+// mutantEnv names the mutant TestMutantChild runs the suite on.
+const mutantEnv = "SQSONCETEST_MUTANT"
+
+// noMutant is the mutant that changes nothing: the memory store through the
+// wrapper, which must pass, or the harness would pass anything.
+const noMutant = "none"
+
+// mutation is one bug: rules are TestStore's subtests that must fail on
+// it (at least these; others may fail too).
+type mutation struct {
+	name  string
+	bug   string
+	rules []string
+}
+
+// mutants are the bugs the suite must catch, each rule's at least once.
+var mutants = []mutation{
+	{"fence-starts-at-one", "a new record's fence starts at 1, not from the clock (ADD fence 1)", []string{"AcquireNew", "FenceGrows"}},
+	{"lock-expiry-in-seconds", "the lock's expiry is kept in whole seconds", []string{"AcquireNew"}},
+	{"lock-ttl-without-retention", "a lock's record expires (TTL) with its lock, not FenceRetention later", []string{"AcquireNew"}},
+	{"acquire-ignores-live-locks", "Acquire takes over another owner's live lock", []string{"OneLiveHolder"}},
+	{"acquire-takes-over-at-expiry", "Acquire takes a lock over at exactly its expiry (<= for <)", []string{"OneLiveHolder"}},
+	{"held-error-without-record", "the HeldError carries only the id and status", []string{"OneLiveHolder"}},
+	{"held-error-not-typed", "a refusal is a plain error matching ErrInProgress or ErrDuplicate, not a *HeldError", []string{"OneLiveHolder"}},
+	{"non-atomic-acquire", "Acquire reads, then writes unconditionally", []string{"ConcurrentAcquire"}},
+	{"acquire-never-takes-over", "an expired lock refuses every other owner", []string{"TakeoverAfterExpiry"}},
+	{"fence-not-incremented", "an acquisition of an existing record keeps its fence", []string{"TakeoverAfterExpiry", "FenceGrows"}},
+	{"acquire-without-own-recognition", "a repeated Acquire finds its own live lock held", []string{"OwnAcquireRetry"}},
+	{"own-retry-moves-fence", "a repeated Acquire of the same owner acquires again, fence moved", []string{"OwnAcquireRetry"}},
+	{"renew-without-owner-check", "Renew extends whichever lock is there", []string{"Renew"}},
+	{"renew-any-status", "Renew of the owner's COMPLETED or RELEASED record writes a lock expiry", []string{"Renew"}},
+	{"renew-does-not-extend", "Renew answers success and writes nothing", []string{"Renew"}},
+	{"complete-without-owner-check", "Complete completes whichever record is there", []string{"Complete"}},
+	{"complete-rounds-window-up", "Complete keeps the window's end rounded up to the second", []string{"Complete"}},
+	{"complete-repeat-fails", "a repeat of an applied Complete is ErrLockLost", []string{"Complete"}},
+	{"window-never-ends", "a COMPLETED record refuses Acquire after its window", []string{"DedupeWindow"}},
+	{"window-ends-a-second-early", "Acquire takes over a completion in its window's last second", []string{"DedupeWindow"}},
+	{"release-without-owner-check", "Release releases whichever lock is there", []string{"Release"}},
+	{"release-any-status", "Release of the owner's COMPLETED record makes it RELEASED", []string{"Release"}},
+	{"release-deletes", "Release deletes the record (the old DeleteItem)", []string{"Release", "FenceGrows"}},
+	{"release-repeat-fails", "a repeat of an applied Release is ErrLockLost", []string{"Release"}},
+	{"release-gone-fails", "Release of a record that is gone is ErrLockLost", []string{"Release"}},
+	{"acquire-after-release-is-a-takeover", "an Acquire of a RELEASED record says TookOver", []string{"Release"}},
+	{"release-needs-lock-expiry", "Release refuses a lease whose LockExpiresAt is not the record's", []string{"OperatorRelease"}},
+	{"fence-restarts-after-delete", "a record created again restarts from its first fence", []string{"FenceGrows"}},
+	{"payload-not-stored", "Acquire drops the payload hash", []string{"Payload"}},
+	{"takeover-keeps-payload", "a takeover with no payload hash keeps the old one", []string{"Payload"}},
+	{"read-stale", "Read returns the first version it read of a record", []string{"Read"}},
+	{"read-missing-is-empty", "Read of no record returns a zero Record and no error", []string{"Read"}},
+	{"forget-unconditional", "Forget deletes whatever record is there", []string{"Forget"}},
+	{"forget-gone-fails", "Forget of a record that is gone is ErrRecordChanged", []string{"Forget"}},
+	{"ignores-cancelled-context", "every method ignores its context's cancellation", []string{"CancelledContext"}},
+}
+
+// TestMutantChild runs the suite on the mutant mutantEnv names; it is the
+// child process of TestMutantsFailTheirRules and skips otherwise.
+func TestMutantChild(t *testing.T) {
+	name, ok := os.LookupEnv(mutantEnv)
+	if !ok {
+		t.Skip("the child process of TestMutantsFailTheirRules")
+	}
+	if name != noMutant && !slices.ContainsFunc(mutants, func(m mutation) bool {
+		return m.name == name
+	}) {
+		t.Fatalf("no mutant %q", name)
+	}
+	TestStore(t, func(t *testing.T) sqsonce.Store { return newMutant(name) })
+}
+
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(\S+) \(`)
+
+func TestMutantsFailTheirRules(t *testing.T) {
+	// Every rule is shown to bite by some mutant.
+	for _, r := range rules {
+		if !slices.ContainsFunc(mutants, func(m mutation) bool {
+			return slices.Contains(m.rules, r.name)
+		}) {
+			t.Errorf("no mutant breaks rule %s", r.name)
+		}
+	}
+	for _, m := range mutants {
+		for _, name := range m.rules {
+			if !slices.ContainsFunc(rules, func(r rule) bool { return r.name == name }) {
+				t.Errorf("mutant %s names rule %q, which TestStore does not have", m.name, name)
+			}
+		}
+	}
+
+	run := func(t *testing.T, name string) (failed []string, out string, err error) {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestMutantChild$", "-test.v", "-test.count=1", "-test.timeout=2m")
+		cmd.Env = append(os.Environ(), mutantEnv+"="+name)
+		b, err := cmd.CombinedOutput()
+		for _, m := range failLine.FindAllStringSubmatch(string(b), -1) {
+			failed = append(failed, m[1])
+		}
+		sort.Strings(failed)
+		return failed, string(b), err
+	}
+
+	t.Run(noMutant, func(t *testing.T) {
+		t.Parallel()
+		failed, out, err := run(t, noMutant)
+		if err != nil || len(failed) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
+			t.Fatalf("the unmutated store failed the suite in the child process (%v; failing rules %v): the harness is broken\n%s", err, failed, out)
+		}
+	})
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			failed, out, err := run(t, m.name)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("mutant %s (%s): the child process did not fail (%v); the suite let the bug through\n%s", m.name, m.bug, err, out)
+			}
+			for _, want := range m.rules {
+				if !slices.Contains(failed, want) {
+					t.Errorf("mutant %s (%s): rule %s did not fail (failing: %v)\n%s", m.name, m.bug, want, failed, out)
+				}
+			}
+			t.Logf("mutant %s fails %v", m.name, failed)
+		})
+	}
+}
+
+// mutant is the memory store with one bug, named by name. Most bugs are
+// made by reading or rewriting the record around the store's own call (Put
+// writes a record as it is); the store's clock is never moved, so its TTL
+// deletes nothing the suite writes.
+type mutant struct {
+	*Store
+	name string
+
+	mu sync.Mutex
+	// firstNow is, per id, the Now of the Acquire that first created its
+	// record (fence-restarts-after-delete).
+	firstNow map[string]time.Time
+	// seen is, per id, the first record Read returned (read-stale).
+	seen map[string]sqsonce.Record
+}
+
+func newMutant(name string) *mutant {
+	return &mutant{Store: NewStore(), name: name, firstNow: map[string]time.Time{}, seen: map[string]sqsonce.Record{}}
+}
+
+// raw is the record under id as the store holds it, unaffected by the
+// caller's context.
+func (m *mutant) raw(id string) (sqsonce.Record, bool) {
+	rec, ok := m.Store.Records()[id]
+	return rec, ok
+}
+
+// update rewrites the record under id with change.
+func (m *mutant) update(id string, change func(*sqsonce.Record)) {
+	rec, _ := m.raw(id)
+	change(&rec)
+	m.Put(rec)
+}
+
+// remove deletes the record under id, through the one delete the store
+// has: Forget of a completion.
+func (m *mutant) remove(id string) {
+	rec, _ := m.raw(id)
+	rec.Status, rec.ExpiresAt = sqsonce.StatusCompleted, time.Now().Add(24*time.Hour)
+	m.Put(rec)
+	if err := m.Store.Forget(context.Background(), rec); err != nil {
+		panic(err)
+	}
+}
+
+func (m *mutant) ctx(ctx context.Context) context.Context {
+	if m.name == "ignores-cancelled-context" {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// cancelled is what every method answers first, as the store does, so that
+// a mutation breaks only its own rule, not the cancelled context's.
+func (m *mutant) cancelled(ctx context.Context) error {
+	return m.ctx(ctx).Err()
+}
+
+func lockLost(op string) error { return fmt.Errorf("mutant %s: %w", op, sqsonce.ErrLockLost) }
+
+func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+	if err := m.cancelled(ctx); err != nil {
+		return sqsonce.Lease{}, err
+	}
+	old, exists := m.raw(req.ID)
+	lock := exists && old.Status == sqsonce.StatusProcessing
+	own := lock && old.Owner == req.Owner
+	switch m.name {
+	case "acquire-ignores-live-locks":
+		if lock && !own && old.Live(req.Now) {
+			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+		}
+	case "acquire-takes-over-at-expiry":
+		if lock && !own && old.LockExpiresAt.Equal(req.Now) {
+			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+		}
+	case "acquire-never-takes-over":
+		if lock && !own {
+			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+		}
+	case "acquire-without-own-recognition":
+		if own && old.Live(req.Now) {
+			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+		}
+	case "own-retry-moves-fence":
+		if own && old.Live(req.Now) {
+			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+		}
+	case "window-never-ends":
+		if exists && old.Status == sqsonce.StatusCompleted {
+			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+		}
+	case "window-ends-a-second-early":
+		if exists && old.Status == sqsonce.StatusCompleted && old.ExpiresAt.Unix() == req.Now.Unix() {
+			m.update(req.ID, func(r *sqsonce.Record) { r.ExpiresAt = r.ExpiresAt.Add(-time.Second) })
+		}
+	case "non-atomic-acquire":
+		return m.acquireNonAtomic(ctx, req)
+	case "fence-restarts-after-delete":
+		if !exists {
+			m.mu.Lock()
+			if first, ok := m.firstNow[req.ID]; ok {
+				req.Now = first // the seed of the record's first life
+			} else {
+				m.firstNow[req.ID] = req.Now
+			}
+			m.mu.Unlock()
+		}
+	}
+	lease, err := m.Store.Acquire(m.ctx(ctx), req)
+	var held *sqsonce.HeldError
+	if errors.As(err, &held) {
+		switch m.name {
+		case "held-error-without-record":
+			return lease, &sqsonce.HeldError{Record: sqsonce.Record{ID: held.Record.ID, Status: held.Record.Status}}
+		case "held-error-not-typed":
+			if held.Record.Status == sqsonce.StatusCompleted {
+				return lease, fmt.Errorf("mutant: %q: %w", req.ID, sqsonce.ErrDuplicate)
+			}
+			return lease, fmt.Errorf("mutant: %q: %w", req.ID, sqsonce.ErrInProgress)
+		}
+	}
+	if err != nil {
+		return lease, err
+	}
+	switch m.name {
+	case "fence-starts-at-one":
+		if !exists {
+			lease.Fence = 1
+			m.update(req.ID, func(r *sqsonce.Record) { r.Fence = 1 })
+		}
+	case "fence-not-incremented":
+		if exists && old.Fence != 0 && lease.Fence != old.Fence {
+			lease.Fence = old.Fence
+			m.update(req.ID, func(r *sqsonce.Record) { r.Fence = old.Fence })
+		}
+	case "lock-expiry-in-seconds":
+		m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = r.LockExpiresAt.Truncate(time.Second) })
+	case "lock-ttl-without-retention":
+		m.update(req.ID, func(r *sqsonce.Record) { r.ExpiresAt = ttl(req.LockUntil) })
+	case "payload-not-stored":
+		m.update(req.ID, func(r *sqsonce.Record) { r.PayloadHash = "" })
+	case "takeover-keeps-payload":
+		if exists && req.PayloadHash == "" {
+			m.update(req.ID, func(r *sqsonce.Record) { r.PayloadHash = old.PayloadHash })
+		}
+	case "acquire-after-release-is-a-takeover":
+		lease.TookOver = lease.TookOver || exists
+	}
+	return lease, nil
+}
+
+// acquireNonAtomic checks the record, then writes the lock without a
+// condition: racing callers all pass the check before any writes.
+func (m *mutant) acquireNonAtomic(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+	old, exists := m.raw(req.ID)
+	if exists && old.Blocks(req.Now) {
+		return m.Store.Acquire(ctx, req) // refused (or its own), as the store answers
+	}
+	// The gap between the check and the write that a conditional write
+	// closes, widened so that the racers all fall into it.
+	time.Sleep(20 * time.Millisecond)
+	// The lock the store would write on the record as it was checked,
+	// written over whatever is there now.
+	scratch := NewStore()
+	if exists {
+		scratch.Put(old)
+	}
+	lease, err := scratch.Acquire(ctx, req)
+	if err == nil {
+		m.Put(scratch.Records()[req.ID])
+	}
+	return lease, err
+}
+
+func (m *mutant) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.Time) (sqsonce.Lease, error) {
+	if err := m.cancelled(ctx); err != nil {
+		return lease, err
+	}
+	rec, exists := m.raw(lease.ID)
+	ownLock := exists && rec.Owner == lease.Owner && rec.Status == sqsonce.StatusProcessing
+	switch m.name {
+	case "renew-without-owner-check":
+		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner != lease.Owner {
+			m.update(lease.ID, func(r *sqsonce.Record) { r.LockExpiresAt = lockUntil.Truncate(time.Millisecond) })
+			lease.LockExpiresAt = lockUntil
+			return lease, nil
+		}
+	case "renew-any-status":
+		if exists && rec.Owner == lease.Owner && rec.Status != sqsonce.StatusProcessing {
+			m.update(lease.ID, func(r *sqsonce.Record) {
+				r.LockExpiresAt = lockUntil.Truncate(time.Millisecond)
+				r.ExpiresAt = ttl(lockUntil.Add(sqsonce.FenceRetention))
+			})
+			lease.LockExpiresAt = lockUntil
+			return lease, nil
+		}
+	case "renew-does-not-extend":
+		if ownLock {
+			lease.LockExpiresAt = lockUntil
+			return lease, nil
+		}
+	}
+	return m.Store.Renew(m.ctx(ctx), lease, lockUntil)
+}
+
+func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time) error {
+	if err := m.cancelled(ctx); err != nil {
+		return err
+	}
+	rec, exists := m.raw(lease.ID)
+	switch m.name {
+	case "complete-without-owner-check":
+		if exists && rec.Owner != lease.Owner {
+			m.update(lease.ID, func(r *sqsonce.Record) {
+				r.Status, r.ExpiresAt, r.LockExpiresAt = sqsonce.StatusCompleted, time.Unix(until.Unix(), 0), time.Time{}
+			})
+			return nil
+		}
+	case "complete-repeat-fails":
+		if exists && rec.Owner == lease.Owner && rec.Status == sqsonce.StatusCompleted {
+			return lockLost("complete")
+		}
+	}
+	if err := m.Store.Complete(m.ctx(ctx), lease, until); err != nil {
+		return err
+	}
+	if m.name == "complete-rounds-window-up" {
+		m.update(lease.ID, func(r *sqsonce.Record) { r.ExpiresAt = ttl(until) })
+	}
+	return nil
+}
+
+func (m *mutant) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {
+	if err := m.cancelled(ctx); err != nil {
+		return err
+	}
+	rec, exists := m.raw(lease.ID)
+	release := func(r *sqsonce.Record) {
+		r.Status, r.LockExpiresAt, r.ExpiresAt = sqsonce.StatusReleased, time.UnixMilli(0), ttl(now.Add(sqsonce.FenceRetention))
+	}
+	switch m.name {
+	case "release-without-owner-check":
+		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner != lease.Owner {
+			m.update(lease.ID, release)
+			return nil
+		}
+	case "release-any-status":
+		if exists && rec.Status == sqsonce.StatusCompleted && rec.Owner == lease.Owner {
+			m.update(lease.ID, release)
+			return nil
+		}
+	case "release-deletes":
+		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner == lease.Owner {
+			m.remove(lease.ID)
+			return nil
+		}
+	case "release-repeat-fails":
+		if exists && rec.Status == sqsonce.StatusReleased && rec.Owner == lease.Owner {
+			return lockLost("release")
+		}
+	case "release-gone-fails":
+		if !exists {
+			return lockLost("release")
+		}
+	case "release-needs-lock-expiry":
+		if exists && rec.Status == sqsonce.StatusProcessing && !lease.LockExpiresAt.Truncate(time.Millisecond).Equal(rec.LockExpiresAt) {
+			return lockLost("release")
+		}
+	}
+	return m.Store.Release(m.ctx(ctx), lease, now)
+}
+
+func (m *mutant) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+	if err := m.cancelled(ctx); err != nil {
+		return sqsonce.Record{}, err
+	}
+	switch m.name {
+	case "read-missing-is-empty":
+		if _, exists := m.raw(id); !exists {
+			return sqsonce.Record{}, nil
+		}
+	case "read-stale":
+		m.mu.Lock()
+		rec, ok := m.seen[id]
+		m.mu.Unlock()
+		if ok {
+			return rec, nil
+		}
+	}
+	rec, err := m.Store.Read(m.ctx(ctx), id)
+	if err == nil && m.name == "read-stale" {
+		m.mu.Lock()
+		m.seen[id] = rec
+		m.mu.Unlock()
+	}
+	return rec, err
+}
+
+func (m *mutant) Forget(ctx context.Context, rec sqsonce.Record) error {
+	if err := m.cancelled(ctx); err != nil {
+		return err
+	}
+	_, exists := m.raw(rec.ID)
+	switch m.name {
+	case "forget-unconditional":
+		if exists {
+			m.remove(rec.ID)
+			return nil
+		}
+	case "forget-gone-fails":
+		if !exists {
+			return fmt.Errorf("mutant: forget %q: %w", rec.ID, sqsonce.ErrRecordChanged)
+		}
+	}
+	return m.Store.Forget(m.ctx(ctx), rec)
+}
