@@ -397,4 +397,3 @@ func numberAttrOK(item map[string]types.AttributeValue, name string) (int64, boo
 	n, err := strconv.ParseInt(v.Value, 10, 64)
 	return n, err == nil
 }
-

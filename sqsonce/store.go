@@ -24,9 +24,8 @@ type Store interface {
 	// record's fence on by one (a new record starts it at req.Now in
 	// milliseconds, plus one). It succeeds when there is no record, the
 	// record is RELEASED, its lock expired (LockExpiresAt before req.Now, in
-	// milliseconds),
-	// or its COMPLETED window ended (ExpiresAt before req.Now, in whole
-	// seconds). Otherwise it returns a *HeldError with the record that
+	// milliseconds), or its COMPLETED window ended (ExpiresAt before
+	// req.Now, in whole seconds). Otherwise it returns a *HeldError with the record that
 	// refused it, except that a live lock whose Owner is req.Owner is this
 	// call's own earlier attempt: Acquire returns that lease, its fence not
 	// moved again.
