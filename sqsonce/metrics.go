@@ -7,7 +7,7 @@ import (
 )
 
 // The processor's metrics, in namespace sqs-once with the dimension
-// FunctionName, written once per invocation (Deps.Metrics). Each record is
+// FunctionName, written once per invocation (Config.Metrics). Each record is
 // counted once under the first of Processed, UnrecordedCompletion,
 // Duplicate, InProgress, InProgressDropped, ForwardedToOperator and Failed
 // that describes its fate; LockLost and BackoffApplied count records again,
@@ -80,7 +80,7 @@ const (
 )
 
 // emitMetrics writes the invocation's metrics, counted from the records'
-// outcomes, to Deps.Metrics. A write that fails is logged and costs nothing
+// outcomes, to Config.Metrics. A write that fails is logged and costs nothing
 // else: metrics never change what happens to a record.
 func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoffs int) {
 	if p.cfg.Metrics == nil || len(outcomes) == 0 {

@@ -30,7 +30,7 @@ import (
 // never reaches the Handler: it is retried, and ends in the dead-letter queue.
 type Handler func(ctx context.Context, msg events.SQSMessage) error
 
-// SQSAPI is the part of the SQS client the processor uses: forwarding to the
+// sqsAPI is the part of the SQS client the processor uses: forwarding to the
 // operator queue, delaying failed records, and checking the consumed queue's
 // settings.
 type sqsAPI interface {
