@@ -10,7 +10,7 @@ func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
 
 func (e *PermanentError) Unwrap() error { return e.Err }
 
-// Permanent marks err as permanent. With OPERATOR_QUEUE_URL set, the message
+// Permanent marks err as permanent. With Config.OperatorQueueURL set, the message
 // goes straight to the operator queue instead of burning its retries;
 // without it, it is retried like any failure.
 func Permanent(err error) error {

@@ -1,0 +1,102 @@
+package sqsonce
+
+import (
+	"context"
+	"time"
+)
+
+// The lock's internals, exported to the lock tests of package sqsonce_test
+// (lock_*_test.go). They run the locker on sqsoncetest's in-memory store,
+// which an internal test cannot import (sqsoncetest imports sqsonce), and
+// they assert what the locker reports beyond Do's error: the outcome, the
+// fence, a takeover, a cached answer, a failed release, a lost lock.
+
+// LockOutcome is what the lock did with a key.
+type LockOutcome = lockOutcome
+
+// The outcomes.
+const (
+	LockProcessed           = processed
+	LockProcessedUnrecorded = processedUnrecorded
+	LockDuplicate           = duplicate
+	LockPayloadMismatch     = payloadMismatch
+	LockInProgress          = inProgress
+	LockFailed              = failed
+	LockNotAcquired         = notAcquired
+)
+
+// The lock's margins.
+const (
+	LockDeadlineMargin       = deadlineMargin
+	LockNoDeadlineTimeout    = noDeadlineLockTimeout
+	LockMaxCompletionReserve = maxCompletionReserve
+)
+
+// LockResult is a lockResult with its fields exported.
+type LockResult struct {
+	Outcome       LockOutcome
+	Err           error
+	ReleaseErr    error
+	TookOver      bool
+	Fence         int64
+	Cached        bool
+	LockExpiresAt time.Time
+	LockLost      bool
+}
+
+func exportResult(r lockResult) LockResult {
+	return LockResult{
+		Outcome: r.outcome, Err: r.err, ReleaseErr: r.releaseErr, TookOver: r.tookOver, Fence: r.fence,
+		Cached: r.cached, LockExpiresAt: r.lockExpiresAt, LockLost: r.lockLost,
+	}
+}
+
+// Locker is the locker of a Processor.
+type Locker struct{ g *locker }
+
+// NewLocker builds the locker New builds for cfg (through the same
+// constructor), with the renewal's timer and the completion's sleep the
+// test's (nil: the real ones).
+func NewLocker(cfg Config, after func(time.Duration) <-chan time.Time, sleep func(context.Context, time.Duration) error) (*Locker, error) {
+	p, err := newProcessor(cfg, nil, deps{after: after, sleep: sleep})
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{g: p.lock}, nil
+}
+
+// Do runs fn under key's lock, validating no payload.
+func (l *Locker) Do(ctx context.Context, key string, fn func(context.Context) error) LockResult {
+	return exportResult(l.g.do(ctx, key, "", fn))
+}
+
+// DoPayload runs fn under key's lock for payloadHash.
+func (l *Locker) DoPayload(ctx context.Context, key, payloadHash string, fn func(context.Context) error) LockResult {
+	return exportResult(l.g.do(ctx, key, payloadHash, fn))
+}
+
+// LockHold is a hold: a lock taken by Acquire, ended by Finish or Abandon.
+type LockHold struct{ h *hold }
+
+// Acquire takes key's lock: a hold, or nil and the final result.
+func (l *Locker) Acquire(ctx context.Context, key, payloadHash string) (*LockHold, LockResult) {
+	h, res := l.g.acquire(ctx, key, payloadHash)
+	if h == nil {
+		return nil, exportResult(res)
+	}
+	return &LockHold{h: h}, exportResult(res)
+}
+
+// Context is the work's context.
+func (h *LockHold) Context() context.Context { return h.h.ctx }
+
+// Lease is the hold's lease as acquired.
+func (h *LockHold) Lease() Lease { return h.h.lease }
+
+// Finish records the work's outcome.
+func (h *LockHold) Finish(ctx context.Context, workErr error) LockResult {
+	return exportResult(h.h.finish(ctx, workErr))
+}
+
+// Abandon leaves the lock to expire.
+func (h *LockHold) Abandon() Lease { return h.h.abandon() }

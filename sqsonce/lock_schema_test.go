@@ -1,0 +1,86 @@
+//go:build integration
+
+package sqsonce_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
+)
+
+// TestStoreRecordSchemaForReaders: a reader outside the lock protocol (the
+// demo's check of a deployed stack) finds a completed key with RecordID,
+// AttrID and AttrStatus alone, and a key under another prefix is another
+// record.
+func TestStoreRecordSchemaForReaders(t *testing.T) {
+	t.Parallel()
+	d := newLockDynamo(t)
+	e := d.env()
+	l := e.locker(t, e.uncounted)
+	if res := l.Do(context.Background(), "order-1", lockSucceed); res.Err != nil {
+		t.Fatalf("Do: %+v", res)
+	}
+	id := sqsonce.RecordID("orders-fn", "order-1")
+	out, err := d.client.BatchGetItem(context.Background(), &dynamodb.BatchGetItemInput{
+		RequestItems: map[string]types.KeysAndAttributes{d.table: {
+			ConsistentRead: aws.Bool(true),
+			Keys:           []map[string]types.AttributeValue{lockKey(id), lockKey(sqsonce.RecordID("other-fn", "order-1"))},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := out.Responses[d.table]
+	if len(items) != 1 {
+		t.Fatalf("%d items for the two record ids, want only %s's", len(items), id)
+	}
+	gotID, _ := items[0][sqsonce.AttrID].(*types.AttributeValueMemberS)
+	status, _ := items[0][sqsonce.AttrStatus].(*types.AttributeValueMemberS)
+	if gotID == nil || gotID.Value != id || status == nil || status.Value != string(sqsonce.StatusCompleted) {
+		t.Errorf("record %v, want id %s with %s %s", items[0], id, sqsonce.AttrStatus, sqsonce.StatusCompleted)
+	}
+}
+
+// TestLockRecordsTheProtocolDidNotWriteAreNamedAsSuch: the function does
+// not run under a record the protocol did not write, and the error names
+// the record and what is wrong with it, never a date made up from a missing
+// attribute.
+func TestLockRecordsTheProtocolDidNotWriteAreNamedAsSuch(t *testing.T) {
+	t.Parallel()
+	d := newLockDynamo(t)
+	e := d.env()
+	l := e.locker(t, e.uncounted)
+	tests := []struct {
+		name    string
+		item    map[string]types.AttributeValue
+		problem string
+	}{
+		{"unknown status", map[string]types.AttributeValue{"status": &types.AttributeValueMemberS{Value: "DONE"}}, `status is "DONE"`},
+		{"no status", map[string]types.AttributeValue{"payload": &types.AttributeValueMemberS{Value: "x"}}, `status is ""`},
+		{"lock without expiry", map[string]types.AttributeValue{"status": &types.AttributeValueMemberS{Value: "PROCESSING"}}, "PROCESSING record without a numeric lockExpiresAt"},
+		{"completion without window", map[string]types.AttributeValue{"status": &types.AttributeValueMemberS{Value: "COMPLETED"}}, "COMPLETED record without a numeric expiresAt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := lockID(tt.name)
+			tt.item[sqsonce.AttrID] = &types.AttributeValueMemberS{Value: id}
+			d.putItem(t, tt.item)
+			ran := false
+			res := l.Do(context.Background(), tt.name, func(context.Context) error { ran = true; return nil })
+			var rec *sqsonce.RecordError
+			if ran || res.Outcome != sqsonce.LockNotAcquired || !errors.As(res.Err, &rec) || !errors.Is(res.Err, sqsonce.ErrMisconfigured) {
+				t.Fatalf("outcome %v ran %v err %v; want not-acquired with a RecordError", res.Outcome, ran, res.Err)
+			}
+			if msg := res.Err.Error(); !strings.Contains(msg, tt.problem) || !strings.Contains(msg, id) || strings.Contains(msg, "1970") || strings.Contains(msg, "0001") {
+				t.Errorf("message %q should name the record %s and the problem %q, and no made-up date", msg, id, tt.problem)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package sqsonce_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+)
+
+// The whole main of a Lambda function: FromEnv reads the variables the
+// template sets (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY, ...) and the SDK
+// configuration, and lambda.Start serves Handle. An invalid variable is an
+// error naming it, before the first event.
+func ExampleFromEnv() {
+	p, err := sqsonce.FromEnv(context.Background(), func(ctx context.Context, msg events.SQSMessage) error {
+		return ship(ctx, sqsonce.Key(ctx), msg.Body)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(p.Handle)
+}
+
+func ship(context.Context, string, string) error { return nil }
+
+// Key is the idempotency key the function runs for: with Config.Key
+// KeyFromBody("/orderId"), the order id, whichever message brought it.
+// (A handler's own unit test sets it with sqsoncetest.Context.)
+func ExampleKey() {
+	ctx := context.Background()
+	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "keys", Key: sqsonce.KeyFromBody("/orderId"),
+		Logger: slog.New(slog.DiscardHandler)}, func(ctx context.Context, msg events.SQSMessage) error {
+		fmt.Printf("message %s runs for key %s\n", msg.MessageId, sqsonce.Key(ctx))
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-7", Body: `{"orderId":"B-12","total":40}`, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"},
+	}})
+	fmt.Printf("outside a lock: %q\n", sqsonce.Key(ctx))
+	// Output:
+	// message m-7 runs for key B-12
+	// outside a lock: ""
+}
+
+// InProgressPolicy decides what Handle answers for a delivery whose key
+// another holder is processing right now. Here a second delivery of the
+// order arrives while the first one's handler still runs: with
+// InProgressRetry it is reported failed and SQS delivers it again later;
+// with InProgressDrop it is reported done, and is lost if the first holder
+// then fails.
+func ExampleInProgressPolicy() {
+	ctx := context.Background()
+	orders := "arn:aws:sqs:us-east-1:123456789012:orders"
+	for _, policy := range []sqsonce.InProgressPolicy{sqsonce.InProgressRetry, sqsonce.InProgressDrop} {
+		var p *sqsonce.Processor
+		p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "policy", Key: sqsonce.KeyFromBody("/orderId"),
+			InProgress: policy, Logger: slog.New(slog.DiscardHandler)},
+			func(ctx context.Context, msg events.SQSMessage) error {
+				if msg.MessageId != "first" {
+					return nil
+				}
+				// The second delivery, handled while this one holds the key.
+				resp, err := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+					{MessageId: "second", Body: msg.Body, EventSourceARN: orders},
+				}})
+				fmt.Printf("%s: second delivery, records to retry: %d %v\n", policy, len(resp.BatchItemFailures), err)
+				return nil
+			})
+		if err != nil {
+			log.Fatal(err)
+		}
+		_, _ = p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+			{MessageId: "first", Body: `{"orderId":"C-3"}`, EventSourceARN: orders},
+		}})
+	}
+	// Output:
+	// retry: second delivery, records to retry: 1 <nil>
+	// drop: second delivery, records to retry: 0 <nil>
+}
