@@ -102,8 +102,11 @@ type Config struct {
 	// FailureBackoffBase which receive is the last.
 	QueueURL string
 	// AWS is the SDK configuration, as config.LoadDefaultConfig returns it:
-	// for the default Store, and for SQS when OperatorQueueURL,
-	// FailureBackoffBase or QueueURL is set. Required only then.
+	// for the default Store, and for SQS: the operator queue, the failure
+	// backoff, the queue check, and hiding a record refused as in progress
+	// until the lock that refused it can be taken over. Required with the
+	// default Store or OperatorQueueURL, FailureBackoffBase or QueueURL;
+	// without it (a test on sqsoncetest's store) no SQS call is made.
 	AWS aws.Config
 	// Logger receives one line per record. Nil: slog.Default() as it is
 	// when New is called (set your default logger first).

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // held is a record whose lock the batch holds, waiting for its delivery.
@@ -23,11 +21,14 @@ type held struct {
 // target accepted and release each it did not. A record whose delivery has
 // an unknown outcome keeps its lock until it expires: releasing it would
 // let a redelivery reach the target while the first delivery may still be
-// acting (a consumer function still running).
-func (p *Processor) deliver(ctx context.Context, b budget, records []events.SQSMessage) []outcome {
-	outcomes := make([]outcome, len(records))
-	holds := make([]*held, len(records))
-	p.eachUnit(records, func(unit []int) { p.acquireUnit(ctx, b, records, unit, holds, outcomes) })
+// acting (a consumer function still running). A copy of a key this batch
+// holds is not delivered: it is a duplicate once its first copy is
+// completed, and retried with it otherwise.
+func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outcome {
+	outcomes := make([]outcome, len(recs))
+	holds := make([]*held, len(recs))
+	copyOf := make([]*held, len(recs))
+	p.eachUnit(recs, func(unit []int) { p.acquireUnit(ctx, b, recs, unit, holds, copyOf, outcomes) })
 
 	var batch []*held
 	var msgs []Delivery
@@ -36,7 +37,7 @@ func (p *Processor) deliver(ctx context.Context, b budget, records []events.SQSM
 			continue
 		}
 		batch = append(batch, hd)
-		msgs = append(msgs, Delivery{Record: records[hd.i], Key: hd.hold.key, Fence: hd.hold.lease.Fence})
+		msgs = append(msgs, Delivery{Record: recs[hd.i].msg, Key: hd.hold.key, Fence: hd.hold.lease.Fence})
 	}
 	if len(batch) == 0 {
 		return outcomes
@@ -53,24 +54,55 @@ func (p *Processor) deliver(ctx context.Context, b budget, records []events.SQSM
 		})
 	}
 	wg.Wait()
+	for i, first := range copyOf {
+		if first != nil {
+			outcomes[i] = p.copyOutcome(ctx, recs[i], recs[first.i], outcomes[first.i], first.hold.lease)
+		}
+	}
 	return outcomes
 }
 
-// acquireUnit takes the locks of a unit's records in order. A record that
-// is neither held nor a duplicate ends the unit (walkUnit).
-func (p *Processor) acquireUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, holds []*held, outcomes []outcome) {
-	p.walkUnit(ctx, b, records, unit, outcomes, func(i int) bool {
-		key, log, ok := p.key(ctx, records[i])
-		if !ok {
+// copyOutcome is the fate of a record whose key an earlier record of the
+// batch held: a duplicate if that one was processed, otherwise in progress
+// until that lock ends (it was kept, or released for the next delivery).
+func (p *Processor) copyOutcome(ctx context.Context, r, first keyed, o outcome, lease Lease) outcome {
+	log := r.log.With("copyOf", first.msg.MessageId)
+	if o.verdict == done && o.metric == MetricProcessed {
+		log.InfoContext(ctx, "duplicate suppressed: a copy of a record delivered in this batch", "outcome", duplicate.String())
+		return outcome{verdict: done, metric: MetricDuplicate}
+	}
+	log.InfoContext(ctx, "record retried with the copy of its key in this batch, which was not completed", "outcome", inProgress.String())
+	c := outcome{verdict: retry, metric: MetricInProgress}
+	if o.failure == FailureDeliveryUnknown {
+		// The first copy's lock is kept until it expires: no receive can
+		// take the key before then.
+		c.hideUntil = lease.LockExpiresAt
+	}
+	return c
+}
+
+// acquireUnit takes the locks of a unit's records in order. A record of a
+// FIFO group that is neither held nor a duplicate blocks the rest of its
+// group (walkUnit).
+func (p *Processor) acquireUnit(ctx context.Context, b budget, recs []keyed, unit []int, holds, copyOf []*held, outcomes []outcome) {
+	holder := map[string]*held{} // the unit's copies of a key are all in it
+	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
+		r := recs[i]
+		if !r.ok {
 			outcomes[i] = retried(FailureNoKey)
 			return false
 		}
-		hold, res := p.lock.acquire(ctx, key, p.payloadHash(records[i]))
-		if hold != nil {
-			holds[i] = &held{i: i, hold: hold, log: log}
+		if first, ok := holder[r.key]; ok {
+			copyOf[i] = first
 			return true
 		}
-		outcomes[i] = p.report(ctx, log, res)
+		hold, res := p.lock.acquire(ctx, r.key, p.payloadHash(r.msg))
+		if hold != nil {
+			holds[i] = &held{i: i, hold: hold, log: r.log}
+			holder[r.key] = holds[i]
+			return true
+		}
+		outcomes[i] = p.report(ctx, r.log, res)
 		return outcomes[i].verdict == done
 	})
 }

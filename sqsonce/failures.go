@@ -100,35 +100,63 @@ func (p *Processor) forwardPermanent(ctx context.Context, records []events.SQSMe
 	}
 }
 
-// delayRetries hides failed records for a backoff that grows with their
-// receive count, and returns how many SQS confirmed. A failure here only
-// costs the backoff: the records are retried after the queue's own
-// visibility timeout.
+// delayRetries sets the visibility of the records reported failed, in one
+// ChangeMessageVisibilityBatch per ten, and returns how many changes SQS
+// confirmed of each kind:
 //
-// A record that failed on the last receive the consumed queue's redrive
-// policy allows is made visible at once instead (dueForDLQ): its next
-// receive moves it to the dead-letter queue, and the longest backoff of its
-// life would only have kept it from there.
-func (p *Processor) delayRetries(ctx context.Context, failed []events.SQSMessage) (applied int) {
-	if p.cfg.FailureBackoffBase <= 0 || len(failed) == 0 {
-		return 0
+//   - a record refused as in progress is hidden until the lock that refused
+//     it can be taken over, plus jitter (inProgressDelay): its next receive
+//     is then the one that can take a dead holder's lock, where the queue's
+//     visibility timeout would bring it back too early (a wasted receive,
+//     and with maxReceiveCount of them a healthy message dead-lettered) or
+//     too late;
+//   - with FailureBackoffBase, any other failure backs off for a time that
+//     grows with its receive count. A record that failed on the last
+//     receive the consumed queue's redrive policy allows is made visible at
+//     once instead (dueForDLQ): its next receive moves it to the
+//     dead-letter queue, and the longest backoff of its life would only
+//     have kept it from there.
+//
+// A failure here only costs the delay: the records are retried after the
+// queue's own visibility timeout. Without an SQS client (no AWS
+// configuration: a test on sqsoncetest's store) nothing is changed.
+func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessage, outcomes []outcome) (backoffs, hidden int) {
+	if p.sqs == nil {
+		return 0, 0
 	}
+	var failed []events.SQSMessage
+	var kinds []outcome
+	for i, o := range outcomes {
+		if o.verdict == retry && (!o.hideUntil.IsZero() || p.cfg.FailureBackoffBase > 0) {
+			failed = append(failed, records[i])
+			kinds = append(kinds, o)
+		}
+	}
+	now := p.now()
+	offset := 0
 	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
+		kind := kinds[offset : offset+len(chunk)]
+		offset += len(chunk)
 		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
 		if err != nil {
-			p.log.WarnContext(ctx, "failure backoff skipped", "error", err)
+			p.log.WarnContext(ctx, "visibility of failed records not changed", "error", err)
 			continue
 		}
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL)}
 		for i, msg := range chunk {
-			receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
-			delay := time.Duration(math.Ceil(p.backoff.Delay(max(receives, 1), p.rand()).Seconds())) * time.Second
-			if p.dueForDLQ(msg, receives) {
-				delay = 0
+			var delay time.Duration
+			if !kind[i].hideUntil.IsZero() {
+				delay = inProgressDelay(kind[i].hideUntil.Sub(now), p.rand())
+			} else {
+				receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+				delay = time.Duration(math.Ceil(p.backoff.Delay(max(receives, 1), p.rand()).Seconds())) * time.Second
+				if p.dueForDLQ(msg, receives) {
+					delay = 0
+				}
 			}
-			if left := visibilityLeft(msg, p.now()).Truncate(time.Second); delay > left {
+			if left := visibilityLeft(msg, now).Truncate(time.Second); delay > left {
 				if left <= 0 {
-					p.log.WarnContext(ctx, "failure backoff skipped: the message has been in flight for nearly SQS's 12 hours; it retries after the visibility timeout",
+					p.log.WarnContext(ctx, "visibility not changed: the message has been in flight for nearly SQS's 12 hours; it retries after the visibility timeout",
 						"messageId", msg.MessageId, "firstReceive", msg.Attributes["ApproximateFirstReceiveTimestamp"])
 					continue
 				}
@@ -145,12 +173,12 @@ func (p *Processor) delayRetries(ctx context.Context, failed []events.SQSMessage
 		}
 		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in)
 		if err != nil {
-			p.log.WarnContext(ctx, "failure backoff not applied; records retry after the visibility timeout", "error", err, "records", len(chunk))
+			p.log.WarnContext(ctx, "visibility of failed records not changed; they retry after the visibility timeout", "error", err, "records", len(chunk))
 			continue
 		}
 		for _, f := range out.Failed {
 			i, _ := strconv.Atoi(aws.ToString(f.Id))
-			p.log.WarnContext(ctx, "failure backoff not applied to record", "messageId", chunk[i].MessageId,
+			p.log.WarnContext(ctx, "visibility of a failed record not changed", "messageId", chunk[i].MessageId,
 				"code", aws.ToString(f.Code), "error", aws.ToString(f.Message))
 		}
 		// Only SQS's word counts: an entry it lists as neither failed nor
@@ -158,19 +186,42 @@ func (p *Processor) delayRetries(ctx context.Context, failed []events.SQSMessage
 		for _, ok := range out.Successful {
 			i, _ := strconv.Atoi(aws.ToString(ok.Id))
 			for _, e := range in.Entries {
-				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
-					if e.VisibilityTimeout == 0 {
-						p.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
-							"messageId", chunk[i].MessageId, "receiveCount", chunk[i].Attributes["ApproximateReceiveCount"])
-					} else {
-						p.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
-					}
-					applied++
+				if aws.ToString(e.Id) != aws.ToString(ok.Id) {
+					continue
 				}
+				switch {
+				case !kind[i].hideUntil.IsZero():
+					p.log.InfoContext(ctx, "in-progress record hidden until the lock can be taken over", "messageId", chunk[i].MessageId,
+						"visibilityTimeout", e.VisibilityTimeout, "lockExpiresAt", kind[i].hideUntil)
+					hidden++
+					continue
+				case e.VisibilityTimeout == 0:
+					p.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
+						"messageId", chunk[i].MessageId, "receiveCount", chunk[i].Attributes["ApproximateReceiveCount"])
+				default:
+					p.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
+				}
+				backoffs++
 			}
 		}
 	}
-	return applied
+	return backoffs, hidden
+}
+
+// inProgressDelay is how long to hide a record refused by a lock that can
+// be taken over in remaining (negative: already), for the uniform draw r in
+// [0, 1): past the expiry by a second (a lock is taken over only once it is
+// strictly past, and hosts' clocks differ), plus jitter of up to a tenth of
+// the wait (between 1 s and a minute), so that copies refused together do
+// not all come back in the same instant. Whole seconds, rounded up, as SQS
+// takes them.
+func inProgressDelay(remaining time.Duration, r float64) time.Duration {
+	if remaining < 0 {
+		remaining = 0
+	}
+	spread := min(max(time.Second, remaining/10), time.Minute)
+	d := remaining + time.Second + time.Duration(r*float64(spread))
+	return (d + time.Second - 1).Truncate(time.Second)
 }
 
 // dueForDLQ reports whether msg failed on the last receive the redrive

@@ -41,6 +41,10 @@ const (
 	// MetricBackoffApplied: SQS confirmed the failure backoff of a failed
 	// record (FAILURE_BACKOFF_BASE).
 	MetricBackoffApplied = "BackoffApplied"
+	// MetricInProgressHidden: SQS confirmed the hiding of a record refused
+	// as in progress until the lock that refused it can be taken over.
+	// Written only when not zero.
+	MetricInProgressHidden = "InProgressHidden"
 )
 
 // Dimensions of the processor's metrics.
@@ -82,7 +86,7 @@ const (
 // emitMetrics writes the invocation's metrics, counted from the records'
 // outcomes, to Config.Metrics. A write that fails is logged and costs nothing
 // else: metrics never change what happens to a record.
-func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoffs int) {
+func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoffs, hidden int) {
 	if p.cfg.Metrics == nil || len(outcomes) == 0 {
 		return
 	}
@@ -93,6 +97,9 @@ func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoff
 		s.Count(name, 0)
 	}
 	s.Count(MetricBackoffApplied, backoffs)
+	if hidden > 0 {
+		s.Count(MetricInProgressHidden, hidden)
+	}
 	for _, o := range outcomes {
 		if o.lockLost {
 			s.Count(MetricLockLost, 1)

@@ -85,7 +85,9 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 	if store == nil {
 		store = NewDynamoDBStore(dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }), cfg.Table)
 	}
-	if d.sqs == nil && cfg.needsSQS() {
+	// Any AWS configuration brings SQS in, for the in-progress hiding;
+	// without one (a test on sqsoncetest's store) only what needs SQS does.
+	if d.sqs == nil && (cfg.needsSQS() || cfg.AWS.Region != "" || cfg.AWS.BaseEndpoint != nil) {
 		d.sqs = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
 	}
 	if d.sqs != nil {
@@ -148,6 +150,10 @@ type outcome struct {
 	metric   string
 	failure  string
 	lockLost bool
+	// hideUntil, on a record refused as in progress, is when the lock that
+	// refused it can be taken over: the record is hidden until then
+	// (delayRetries), so its next receive is the one that can take it.
+	hideUntil time.Time
 }
 
 // retried is the outcome of a record reported failed for reason (one of
@@ -174,34 +180,54 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	b := newBudget(ctx, p.now())
 	ctx, cancel := b.context(ctx)
 	defer cancel()
+	recs := p.readKeys(ctx, ev.Records)
 	var outcomes []outcome
 	if p.target != nil {
-		outcomes = p.deliver(ctx, b, ev.Records)
+		outcomes = p.deliver(ctx, b, recs)
 	} else {
-		outcomes = make([]outcome, len(ev.Records))
-		p.eachUnit(ev.Records, func(unit []int) { p.runUnit(ctx, b, ev.Records, unit, outcomes) })
+		outcomes = make([]outcome, len(recs))
+		p.eachUnit(recs, func(unit []int) { p.runUnit(ctx, b, recs, unit, outcomes) })
 	}
 	p.forwardPermanent(ctx, ev.Records, outcomes)
 
 	var resp events.SQSEventResponse
-	var failed []events.SQSMessage
 	for i, o := range outcomes {
 		if o.verdict == retry {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-			failed = append(failed, ev.Records[i])
 		}
 	}
-	backoffs := p.delayRetries(ctx, failed)
-	p.emitMetrics(ctx, outcomes, backoffs)
+	backoffs, hidden := p.delayRetries(ctx, ev.Records, outcomes)
+	p.emitMetrics(ctx, outcomes, backoffs, hidden)
 	return resp, nil
 }
 
-// eachUnit runs fn for every unit of records (orderedUnits), up to
-// MaxConcurrency at once, and returns when all have returned.
-func (p *Processor) eachUnit(records []events.SQSMessage, fn func(unit []int)) {
+// keyed is a record of the batch with its idempotency key read, and its
+// logger carrying the message id and key. ok is false for a record without
+// a key: it is retried, never run.
+type keyed struct {
+	msg events.SQSMessage
+	key string
+	log *slog.Logger
+	ok  bool
+}
+
+// readKeys reads every record's key once, before the batch is planned:
+// copies of one key must be known to run them one after another.
+func (p *Processor) readKeys(ctx context.Context, records []events.SQSMessage) []keyed {
+	out := make([]keyed, len(records))
+	for i, msg := range records {
+		key, log, ok := p.key(ctx, msg)
+		out[i] = keyed{msg: msg, key: key, log: log, ok: ok}
+	}
+	return out
+}
+
+// eachUnit runs fn for every unit of records (units), up to MaxConcurrency
+// at once, and returns when all have returned.
+func (p *Processor) eachUnit(recs []keyed, fn func(unit []int)) {
 	sem := make(chan struct{}, p.cfg.MaxConcurrency)
 	var wg sync.WaitGroup
-	for _, unit := range orderedUnits(records) {
+	for _, unit := range units(recs) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -211,70 +237,106 @@ func (p *Processor) eachUnit(records []events.SQSMessage, fn func(unit []int)) {
 	wg.Wait()
 }
 
-// orderedUnits groups record indexes into units that run one after another:
-// on a FIFO queue one unit per message group, in queue order; otherwise one
-// unit per record, so all run concurrently.
-func orderedUnits(records []events.SQSMessage) [][]int {
-	var units [][]int
-	group := map[string]int{}
-	for i, rec := range records {
-		if !strings.HasSuffix(rec.EventSourceARN, ".fifo") {
-			units = append(units, []int{i})
-			continue
-		}
-		id := rec.Attributes["MessageGroupId"]
-		if u, ok := group[id]; ok {
-			units[u] = append(units[u], i)
-			continue
-		}
-		group[id] = len(units)
-		units = append(units, []int{i})
+// units groups record indexes into units whose records run one after
+// another, in batch order, while units run concurrently. Records share a
+// unit when they are of one FIFO message group (its order is the queue's)
+// or carry one key: copies of a key run in turn, so the second is a
+// duplicate of the first (or runs if the first failed) instead of being
+// refused as in progress by its own batch.
+func units(recs []keyed) [][]int {
+	parent := make([]int, len(recs))
+	for i := range parent {
+		parent[i] = i
 	}
-	return units
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	union := func(first map[string]int, name string, i int) {
+		if j, ok := first[name]; ok {
+			parent[find(i)] = find(j)
+			return
+		}
+		first[name] = i
+	}
+	groups, keys := map[string]int{}, map[string]int{}
+	for i, r := range recs {
+		if g, ok := fifoGroup(r.msg); ok {
+			union(groups, g, i)
+		}
+		if r.ok {
+			union(keys, r.key, i)
+		}
+	}
+	var out [][]int
+	unit := map[int]int{} // root -> index in out
+	for i := range recs {
+		root := find(i)
+		u, ok := unit[root]
+		if !ok {
+			u = len(out)
+			unit[root] = u
+			out = append(out, nil)
+		}
+		out[u] = append(out[u], i)
+	}
+	return out
+}
+
+// fifoGroup is the message group of a record from a FIFO queue.
+func fifoGroup(msg events.SQSMessage) (string, bool) {
+	if !strings.HasSuffix(msg.EventSourceARN, ".fifo") {
+		return "", false
+	}
+	return msg.Attributes["MessageGroupId"], true
 }
 
 // runUnit processes a unit's records in order.
-func (p *Processor) runUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome) {
-	p.walkUnit(ctx, b, records, unit, outcomes, func(i int) bool {
-		outcomes[i] = p.process(ctx, records[i])
+func (p *Processor) runUnit(ctx context.Context, b budget, recs []keyed, unit []int, outcomes []outcome) {
+	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
+		outcomes[i] = p.process(ctx, recs[i])
 		return outcomes[i].verdict == done
 	})
 }
 
-// walkUnit calls step for a unit's records in order while it returns true.
-// After a record that did not go on (a failure) the rest of the unit is
-// retried unprocessed: running them would break FIFO order. A record is not
-// started inside the reserve kept for the batch's last calls; it stays
-// failed (its outcome the zero one, counted as not started), and SQS
-// delivers it again.
-func (p *Processor) walkUnit(ctx context.Context, b budget, records []events.SQSMessage, unit []int, outcomes []outcome, step func(i int) bool) {
+// walkUnit calls step for a unit's records in order. After a record of a
+// FIFO message group that did not go on (a failure), the group's later
+// records are retried unprocessed: running them would break FIFO order.
+// Other records go on. A record is not started inside the reserve kept for
+// the batch's last calls; it stays failed (its outcome the zero one,
+// counted as not started), and SQS delivers it again.
+func (p *Processor) walkUnit(ctx context.Context, b budget, recs []keyed, unit []int, outcomes []outcome, step func(i int) bool) {
+	blocked := map[string]string{} // FIFO group -> the message id that blocks it
 	for n, i := range unit {
 		if left, ok := b.canStart(p.now()); !ok {
 			for _, j := range unit[n:] {
 				p.log.WarnContext(ctx, "record not started: the rest of the invocation is kept for the batch's last calls; retried later",
-					"messageId", records[j].MessageId, "outcome", "not-started", "timeLeft", left.String(), "reserve", b.reserve.String())
+					"messageId", recs[j].msg.MessageId, "outcome", "not-started", "timeLeft", left.String(), "reserve", b.reserve.String())
 			}
 			return
 		}
-		if step(i) {
+		group, fifo := fifoGroup(recs[i].msg)
+		if by, ok := blocked[group]; fifo && ok {
+			p.log.InfoContext(ctx, "record skipped", "messageId", recs[i].msg.MessageId, "outcome", "group-blocked", "blockedBy", by)
+			outcomes[i] = retried(FailureGroupBlocked)
 			continue
 		}
-		for _, j := range unit[n+1:] {
-			p.log.InfoContext(ctx, "record skipped", "messageId", records[j].MessageId, "outcome", "group-blocked",
-				"blockedBy", records[i].MessageId)
-			outcomes[j] = retried(FailureGroupBlocked)
+		if !step(i) && fifo {
+			blocked[group] = recs[i].msg.MessageId
 		}
-		return
 	}
 }
 
-func (p *Processor) process(ctx context.Context, msg events.SQSMessage) outcome {
-	key, log, ok := p.key(ctx, msg)
-	if !ok {
+func (p *Processor) process(ctx context.Context, r keyed) outcome {
+	if !r.ok {
 		return retried(FailureNoKey)
 	}
-	res := p.lock.do(ctx, key, p.payloadHash(msg), func(ctx context.Context) error { return p.handler(ctx, msg) })
-	return p.report(ctx, log, res)
+	res := p.lock.do(ctx, r.key, p.payloadHash(r.msg), func(ctx context.Context) error { return p.handler(ctx, r.msg) })
+	return p.report(ctx, r.log, res)
 }
 
 // key reads msg's idempotency key, and returns the record's logger with it.
@@ -338,8 +400,13 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			log.WarnContext(ctx, "record dropped: in progress elsewhere ("+p.cfg.setting("InProgress")+"=drop)", "detail", res.err)
 			return outcome{verdict: done, metric: MetricInProgressDropped}
 		}
-		log.InfoContext(ctx, "record in progress elsewhere; retried later", "detail", res.err)
-		return outcome{verdict: retry, metric: MetricInProgress}
+		o := outcome{verdict: retry, metric: MetricInProgress}
+		var held *HeldError
+		if errors.As(res.err, &held) {
+			o.hideUntil = held.Until()
+		}
+		log.InfoContext(ctx, "record in progress elsewhere; retried once the lock can be taken over", "detail", res.err)
+		return o
 	case failed:
 		if res.lockLost {
 			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",

@@ -1,0 +1,11 @@
+//go:build integration
+
+package target_test
+
+import (
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+)
+
+func TestMain(m *testing.M) { mototest.MainWith(m, mototest.LambdaWithoutDocker) }
