@@ -25,7 +25,9 @@ type InProgressPolicy string
 
 const (
 	// InProgressRetry reports the message failed, so SQS delivers it again
-	// later; if the other holder dies, the redelivery takes its lock over.
+	// later: it is hidden until the other holder's lock can be taken over,
+	// plus jitter, so the redelivery takes the lock over if that holder died
+	// (without an AWS configuration, the queue's visibility timeout decides).
 	InProgressRetry InProgressPolicy = "retry"
 	// InProgressDrop reports it done. If the other holder then fails, the
 	// message is lost: choose it only where a lost message is acceptable.
