@@ -1,6 +1,5 @@
-// Package events_test runs every sample event of this directory, the ones the
-// README feeds to `sam local invoke`, through the handler it is meant for,
-// against moto_server, so none of them goes stale.
+//go:build integration
+
 package events_test
 
 import (
@@ -9,6 +8,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -31,63 +31,13 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }
-
-// tested lists every event file and the test that runs it.
-var tested = map[string]string{
-	"processor-batch-duplicate.json":  "TestProcessorBatchWithDuplicate",
-	"processor-fifo-batch.json":       "TestProcessorFIFOBatch",
-	"processor-replayed-record.json":  "TestProcessorReplayedRecord",
-	"replayer-first-replay.json":      "TestReplayer",
-	"replayer-last-attempt.json":      "TestReplayer",
-	"replayer-over-limit.json":        "TestReplayer",
-	"replayer-invalid-counter.json":   "TestReplayer",
-	"replayer-binary-attributes.json": "TestReplayerBinaryAttributes",
-	"replayer-expired.json":           "TestReplayerExpired",
-}
-
-func TestEveryEventIsTested(t *testing.T) {
-	t.Parallel()
-	files, err := filepath.Glob("*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []string
-	for _, f := range files {
-		if f != "env.json" {
-			events = append(events, f)
-		}
-	}
-	want := slices.Sorted(maps.Keys(tested))
-	if !slices.Equal(events, want) {
-		t.Errorf("event files %v\nwith a test      %v", events, want)
-	}
-}
-
-// load decodes an event strictly: a field Lambda does not send, or a typo in
-// one it does, fails.
-func load(t *testing.T, name string) events.SQSEvent {
-	t.Helper()
-	raw, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var ev events.SQSEvent
-	if err := dec.Decode(&ev); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if len(ev.Records) == 0 {
-		t.Fatalf("%s has no records", name)
-	}
-	return ev
-}
 
 var (
 	uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -209,7 +159,7 @@ func TestEnvFileMatchesTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	loaders := map[string]func(envconfig.Lookup) error{
-		"ProcessorFunction":   func(l envconfig.Lookup) error { _, err := processor.LoadConfig(l); return err },
+		"ProcessorFunction":   func(l envconfig.Lookup) error { _, err := processorConfig(l, aws.Config{}); return err },
 		"DlqReplayerFunction": func(l envconfig.Lookup) error { _, err := replay.LoadConfig(l); return err },
 	}
 	for fn, load := range loaders {
@@ -243,8 +193,34 @@ func (r *recorder) bodies() []string {
 	return slices.Clone(r.calls)
 }
 
+// processorConfig reads the processor's environment as cmd/processor does:
+// sqsonce.ConfigFromEnv, and TARGET with target.FromEnv; every bad variable
+// at once.
+func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
+	cfg, err := sqsonce.ConfigFromEnv(lookup)
+	tg, terr := target.FromEnv(lookup, awsCfg, nil)
+	cfg.AWS, cfg.Target = awsCfg, tg
+	return cfg, errors.Join(err, terr)
+}
+
+// serializedDynamoDB is the DynamoDB client of the store on moto_server,
+// with its conditional writes made atomic per item as DynamoDB's are
+// (motoserver.SerializeWrites).
+type serializedDynamoDB struct {
+	*dynamodb.Client // the reads
+	writes           motoserver.DynamoWriter
+}
+
+func (s serializedDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return s.writes.UpdateItem(ctx, in, optFns...)
+}
+
+func (s serializedDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return s.writes.DeleteItem(ctx, in, optFns...)
+}
+
 type processorBundle struct {
-	handler  *processor.Handler
+	handler  *sqsonce.Processor
 	calls    *recorder
 	table    string
 	prefix   string
@@ -262,20 +238,21 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	e["IDEMPOTENCY_TABLE"] = mototest.NewIdempotencyTable(t, cfg)
 	e["OPERATOR_QUEUE_URL"] = mototest.NewQueue(t, cfg, false, nil)
 	maps.Copy(e, overrides)
-	pcfg, err := processor.LoadConfig(envconfig.Map(e))
+	pcfg, err := processorConfig(envconfig.Map(e), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pcfg.Target != nil {
+		t.Fatalf("env.json sets TARGET=%s: these tests run the processor's handler", e["TARGET"])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	b := &processorBundle{calls: &recorder{}, table: pcfg.Table, prefix: pcfg.KeyPrefix, ddb: dynamodb.NewFromConfig(cfg), ctx: ctx}
 	// As cmd/processor builds it, with moto's conditional writes made atomic
 	// as DynamoDB's are: the duplicate event races two copies of one message.
-	b.handler, err = processor.New(pcfg, processor.Deps{
-		DynamoDB: motoserver.SerializeWrites(dynamodb.NewFromConfig(cfg)),
-		SQS:      sqs.NewFromConfig(cfg),
-		Business: b.calls.handle,
-	})
+	client := dynamodb.NewFromConfig(cfg)
+	pcfg.Store = sqsonce.NewDynamoDBStore(serializedDynamoDB{Client: client, writes: motoserver.SerializeWrites(client)}, pcfg.Table)
+	b.handler, err = sqsonce.New(pcfg, b.calls.handle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,9 @@ func (s *DynamoDBStore) Release(ctx context.Context, lease Lease, now time.Time)
 
 // ownedUpdate applies update to the lease's record under cond, an owner
 // condition. A refusal is ErrLockLost, except for a release whose record is
-// gone or already released by the same owner (a repeat).
+// gone or already released by the same owner (a repeat): only a release
+// reads the record where the refusal names none, since only there does it
+// decide anything.
 func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease, cond expression.ConditionBuilder, update expression.UpdateBuilder) error {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
@@ -208,14 +210,24 @@ func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease,
 	if err == nil {
 		return nil
 	}
+	if op != "release" {
+		// Lost whatever holds the record now: read nothing more than the
+		// refusal carries (a table that returns no item says no more).
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return &StoreError{Op: op, ID: lease.ID, Err: s.named(err)}
+		}
+		if rec, perr := parseRecord(ccf.Item); len(ccf.Item) > 0 && perr == nil {
+			return lockLost(op, lease, &rec)
+		}
+		return lockLost(op, lease, nil)
+	}
 	rec, exists, err := s.refusal(ctx, op, lease.ID, err)
 	switch {
 	case err != nil:
 		return err
-	case op == "release" && (!exists || rec.Status == StatusReleased && rec.Owner == lease.Owner):
+	case !exists || rec.Status == StatusReleased && rec.Owner == lease.Owner:
 		return nil
-	case !exists:
-		return lockLost(op, lease, nil)
 	}
 	return lockLost(op, lease, &rec)
 }

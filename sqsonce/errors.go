@@ -168,7 +168,7 @@ func misconfigured(err error) bool {
 // lockLost is the error of an owner-conditional write refused because the
 // record is no longer the lease's: now says what holds it (nil: gone).
 func lockLost(op string, lease Lease, now *Record) error {
-	what := "the record is gone"
+	what := "the refusal names no record: it is gone, or the store does not say"
 	if now != nil {
 		what = "the record is " + now.String()
 	}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package templatetest
 
 import (
@@ -18,7 +20,6 @@ import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 )
 
@@ -298,7 +299,7 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 		}
 
 		// And the binaries start with it.
-		pc, err := processor.LoadConfig(envconfig.Map(lambdaEnv(proc)))
+		pc, err := processorConfig(envconfig.Map(lambdaEnv(proc)), aws.Config{})
 		if err != nil {
 			t.Fatalf("processor refuses the deployed environment: %v", err)
 		}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package templatetest
 
 import (
@@ -14,7 +16,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 )
 
@@ -173,7 +174,7 @@ func TestDeployedInstalls(t *testing.T) {
 						t.Errorf("processor mapping MetricsConfig %+v, want EventCount %v", m.MetricsConfig, p["ProcessorMappingMetrics"] == "on")
 					}
 				}
-				if _, err := processor.LoadConfig(envconfig.Map(lambdaEnv(proc))); err != nil {
+				if _, err := processorConfig(envconfig.Map(lambdaEnv(proc)), aws.Config{}); err != nil {
 					t.Errorf("processor refuses the deployed environment: %v", err)
 				}
 				want := []grant{{"sqs:ChangeMessageVisibility", mainARN}, {"sqs:GetQueueAttributes", mainARN}}

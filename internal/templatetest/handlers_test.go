@@ -1,3 +1,5 @@
+//go:build integration
+
 package templatetest
 
 import (
@@ -14,14 +16,13 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // business records the side effects of the processor's business handler and
@@ -63,12 +64,12 @@ type stackBundle struct {
 	ddb                    *dynamodb.Client
 	mainURL, dlqURL, opURL string
 	mainARN, dlqARN        string
-	processor              *processor.Handler
+	processor              *sqsonce.Processor
 	replayer               *replay.Handler
 	business               *business
 	keyPrefix              string
 	maxReceiveCount        int
-	processorCfg           processor.Config
+	processorCfg           sqsonce.Config
 	ctx                    context.Context
 }
 
@@ -91,16 +92,19 @@ func setupStack(t *testing.T, params map[string]string) *stackBundle {
 		}
 		*dst = v
 	}
-	pcfg, err := processor.LoadConfig(envconfig.Map(lambdaEnv(st.Functions[processorID])))
+	pcfg, err := processorConfig(envconfig.Map(lambdaEnv(st.Functions[processorID])), cfg)
 	if err != nil {
 		t.Fatalf("processor config from the deployed environment: %v", err)
+	}
+	if pcfg.Target != nil {
+		t.Fatalf("the stack's processor has a Target (%s): these tests run its handler", st.Parameters["Target"])
 	}
 	rcfg, err := replay.LoadConfig(envconfig.Map(lambdaEnv(st.Functions[replayerID])))
 	if err != nil {
 		t.Fatalf("replayer config from the deployed environment: %v", err)
 	}
 	b.processorCfg = pcfg
-	if b.processor, err = processor.NewHandler(pcfg, cfg, b.business.handle); err != nil {
+	if b.processor, err = sqsonce.New(pcfg, b.business.handle); err != nil {
 		t.Fatal(err)
 	}
 	b.replayer = replay.NewHandler(rcfg, cfg)
@@ -155,7 +159,7 @@ func (b *stackBundle) record(t *testing.T, key string) map[string]ddbtypes.Attri
 	t.Helper()
 	out, err := b.ddb.GetItem(b.ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(b.processorCfg.Table),
-		Key:            map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: b.keyPrefix + "#" + key}},
+		Key:            map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: sqsonce.RecordID(b.keyPrefix, key)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -165,7 +169,7 @@ func (b *stackBundle) record(t *testing.T, key string) map[string]ddbtypes.Attri
 }
 
 func status(item map[string]ddbtypes.AttributeValue) string {
-	if s, ok := item["status"].(*ddbtypes.AttributeValueMemberS); ok {
+	if s, ok := item[sqsonce.AttrStatus].(*ddbtypes.AttributeValueMemberS); ok {
 		return s.Value
 	}
 	return ""
@@ -194,10 +198,10 @@ func TestProcessorOnDeployedStackProcessesOnce(t *testing.T) {
 		t.Fatalf("business ran %d times, want 1", n)
 	}
 	rec := b.record(t, id)
-	if status(rec) != "COMPLETED" {
+	if status(rec) != string(sqsonce.StatusCompleted) {
 		t.Fatalf("record %s#%s = %v, want COMPLETED", b.keyPrefix, id, rec)
 	}
-	if _, ok := rec["expiresAt"]; !ok {
+	if _, ok := rec[sqsonce.AttrExpiresAt]; !ok {
 		t.Error("completed record has no expiresAt, the table's TTL attribute")
 	}
 
@@ -236,7 +240,7 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := status(b.record(t, original)); s != "" && s != string(dedupe.StatusReleased) {
+	if s := status(b.record(t, original)); s != "" && s != string(sqsonce.StatusReleased) {
 		t.Errorf("a failed message left a lock behind: status %q", s)
 	}
 	if got := mototest.Receive(t, mototest.Config(t), b.mainURL, 1, 2*time.Second); len(got) != 0 {
@@ -276,7 +280,7 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 	if n := b.business.count(body); n != b.maxReceiveCount+1 {
 		t.Errorf("business ran %d times, want %d: %d failures and 1 success", n, b.maxReceiveCount+1, b.maxReceiveCount)
 	}
-	if s := status(b.record(t, original)); s != "COMPLETED" {
+	if s := status(b.record(t, original)); s != string(sqsonce.StatusCompleted) {
 		t.Errorf("record of the original id is %q, want COMPLETED", s)
 	}
 	for _, url := range []string{b.mainURL, b.dlqURL, b.opURL} {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package templatetest
 
 import (
@@ -9,12 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/dedupe"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/metrics"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // Queues a user already has, in the static tests' account and region
@@ -325,29 +326,57 @@ func TestInstallEventSourceOptions(t *testing.T) {
 	}
 }
 
+// client is a client interface the code declares, with the service that
+// authorises its calls.
+type client struct {
+	iface   reflect.Type
+	service string
+	// operatorOnly are the actions of iface the function never makes,
+	// each with the operator's code that does (the CLI shares the client
+	// interface with the processor).
+	operatorOnly map[string]string
+}
+
+// processorSQS is the SQS client interface of sqsonce.Processor, read from
+// the field that holds it: the interface is unexported, the calls it lists
+// are still the processor's.
+func processorSQS(t *testing.T) reflect.Type {
+	t.Helper()
+	f, ok := reflect.TypeFor[sqsonce.Processor]().FieldByName("sqs")
+	if !ok || f.Type.Kind() != reflect.Interface {
+		t.Fatal("sqsonce.Processor has no interface field sqs: this test reads the processor's SQS calls from it")
+	}
+	return f.Type
+}
+
 // clientGrants is what each function's code calls, on which queue or
 // table: read from the narrow client interfaces the code declares, so a new
 // call without a policy fails here. where names the resource of each
 // action; an action the interfaces need and where does not know fails.
 func clientGrants(t *testing.T, fnID string, where map[string][]string) []grant {
 	t.Helper()
-	var ifaces []reflect.Type
+	var clients []client
 	switch fnID {
 	case processorID:
-		ifaces = []reflect.Type{reflect.TypeFor[dedupe.DynamoAPI](), reflect.TypeFor[processor.SQSAPI]()}
+		clients = []client{
+			{reflect.TypeFor[sqsonce.DynamoDBAPI](), "dynamodb", map[string]string{
+				"dynamodb:DeleteItem": "DynamoDBStore.Forget, the CLI's forget",
+				"dynamodb:Scan":       "DynamoDBStore.Locks, the CLI's status --locks",
+			}},
+			{processorSQS(t), "sqs", nil},
+		}
 	case replayerID:
-		ifaces = []reflect.Type{reflect.TypeFor[sqsmsg.BatchSender](), reflect.TypeFor[replay.VisibilityChanger]()}
+		clients = []client{{reflect.TypeFor[sqsmsg.BatchSender](), "sqs", nil}, {reflect.TypeFor[replay.VisibilityChanger](), "sqs", nil}}
 	}
 	var out []grant
-	for _, iface := range ifaces {
-		service := "sqs"
-		if strings.Contains(iface.PkgPath(), "dedupe") {
-			service = "dynamodb"
-		}
-		for _, g := range apiGrants(iface, service, "") {
+	for _, c := range clients {
+		for _, g := range apiGrants(c.iface, c.service, "") {
+			if _, ok := c.operatorOnly[g.Action]; ok {
+				continue
+			}
 			resources, ok := where[g.Action]
 			if !ok {
-				t.Fatalf("%s's code calls %s (%s): extend this test's grants", fnID, g.Action, iface)
+				t.Fatalf("%s's code calls %s (%s): extend this test's grants", fnID, g.Action, c.iface)
 			}
 			for _, r := range resources {
 				out = append(out, grant{g.Action, r})
@@ -375,6 +404,10 @@ func TestLeastPrivilege(t *testing.T) {
 			where := map[string]map[string][]string{
 				processorID: {
 					"dynamodb:UpdateItem": {"IdempotencyTable.Arn"},
+					// The record a refused write did not return: on
+					// DynamoDB, only when there is none (TTL deleted it
+					// under a renewal, completion or release).
+					"dynamodb:GetItem": {"IdempotencyTable.Arn"},
 					// Permanent failures to the operator queue, when there is one.
 					"sqs:SendMessage": {},
 					// Failure backoff and the start-up check of QUEUE_URL.
@@ -506,9 +539,9 @@ func TestDashboard(t *testing.T) {
 				id        string
 				metrics   []string
 			}{
-				{c.processor, processorID, []string{processor.MetricProcessed, processor.MetricDuplicate, processor.MetricInProgress,
-					processor.MetricInProgressDropped, processor.MetricFailed, processor.MetricForwardedToOperator,
-					processor.MetricBackoffApplied, processor.MetricUnrecordedCompletion, processor.MetricLockLost}},
+				{c.processor, processorID, []string{sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress,
+					sqsonce.MetricInProgressDropped, sqsonce.MetricFailed, sqsonce.MetricForwardedToOperator,
+					sqsonce.MetricBackoffApplied, sqsonce.MetricUnrecordedCompletion, sqsonce.MetricLockLost}},
 				{c.replayer, replayerID, []string{replay.MetricReplayed, replay.MetricForwardedToOperator, replay.MetricSendFailed,
 					replay.MetricHeld, replay.MetricReplayDelay}},
 			} {

@@ -1,7 +1,10 @@
+//go:build integration
+
 package templatetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,11 +17,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/metrics"
-	"github.com/sqs-once/sqs-once/internal/processor"
 	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 const (
@@ -29,8 +35,19 @@ const (
 // loaders are the configuration readers of the two binaries: exactly what
 // cmd/processor and cmd/dlq-replayer call with os.LookupEnv.
 var loaders = map[string]func(envconfig.Lookup) error{
-	processorID: func(l envconfig.Lookup) error { _, err := processor.LoadConfig(l); return err },
+	processorID: func(l envconfig.Lookup) error { _, err := processorConfig(l, aws.Config{}); return err },
 	replayerID:  func(l envconfig.Lookup) error { _, err := replay.LoadConfig(l); return err },
+}
+
+// processorConfig reads the processor's environment as cmd/processor does:
+// sqsonce.ConfigFromEnv, and TARGET with target.FromEnv (which reads
+// AWS_LAMBDA_FUNCTION_NAME too, to refuse the processor's own function);
+// every bad variable at once. The Target's clients use awsCfg.
+func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
+	cfg, err := sqsonce.ConfigFromEnv(lookup)
+	tg, terr := target.FromEnv(lookup, awsCfg, nil)
+	cfg.AWS, cfg.Target = awsCfg, tg
+	return cfg, errors.Join(err, terr)
 }
 
 // TestFunctionRuntimeBuildAndLogging checks what each function is built and
@@ -570,9 +587,9 @@ func TestAlarms(t *testing.T) {
 					alarm{"ProcessorErrorsAlarm", []metric{{"AWS/Lambda", "Errors", processorID, "Sum"}}, 0.0, 1, "any failed processor invocation"},
 					// The processor's own EMF metrics: each is a side effect
 					// that may run twice.
-					alarm{"ProcessorUnrecordedCompletionAlarm", []metric{{metrics.Namespace, processor.MetricUnrecordedCompletion, processorID, "Sum"}}, 0.0, 1,
+					alarm{"ProcessorUnrecordedCompletionAlarm", []metric{{metrics.Namespace, sqsonce.MetricUnrecordedCompletion, processorID, "Sum"}}, 0.0, 1,
 						"any completion the processor could not record"},
-					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, processor.MetricLockLost, processorID, "Sum"}}, 0.0, 1,
+					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, sqsonce.MetricLockLost, processorID, "Sum"}}, 0.0, 1,
 						"any lock lost while its handler ran"},
 				)
 			}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package templatetest
 
 import (
@@ -18,12 +20,12 @@ import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
-	"github.com/sqs-once/sqs-once/internal/processor"
-	"github.com/sqs-once/sqs-once/internal/target"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
 // TestTargetPattern: Target's AllowedPattern gives each value the verdict
-// internal/target.ParseSpec, the processor's own reader of TARGET, gives it,
+// target.ParseSpec, the processor's own reader of TARGET, gives it,
 // except where the template is narrower on purpose (then why says so).
 func TestTargetPattern(t *testing.T) {
 	t.Parallel()
@@ -105,7 +107,7 @@ func TestTargetPattern(t *testing.T) {
 		tmplErr := p.Check(tt.value)
 		spec, specErr := target.ParseSpec(tt.value)
 		if tt.value == "" {
-			// No target: LoadConfig never calls ParseSpec for it.
+			// No target: target.FromEnv never calls ParseSpec for it.
 			specErr = nil
 		}
 		wantTmpl, wantSpec := tt.ok, tt.ok
@@ -556,17 +558,14 @@ func TestDeployedTargets(t *testing.T) {
 					t.Errorf("processor %s = %q (set %v), want %s %q", name, got, ok, param, p[param])
 				}
 			}
-			pc, err := processor.LoadConfig(envconfig.Map(lambdaEnv(proc)))
+			cfg := mototest.Config(t)
+			pc, err := processorConfig(envconfig.Map(lambdaEnv(proc)), cfg)
 			if err != nil {
 				t.Fatalf("processor refuses the deployed environment: %v", err)
 			}
-			if pc.Target != p["Target"] || pc.TargetEventSource != p["TargetEventSource"] || pc.TargetDetailType != p["TargetDetailType"] {
-				t.Errorf("processor config Target %q, event source %q, detail type %q; want %q, %q, %q",
-					pc.Target, pc.TargetEventSource, pc.TargetDetailType, p["Target"], p["TargetEventSource"], p["TargetDetailType"])
-			}
+			checkTarget(t, pc.Target, p["Target"], p["TargetEventSource"], p["TargetDetailType"])
 
 			got := deployedGrants(t, st, processorID)
-			cfg := mototest.Config(t)
 			account := strings.Split(proc.ARN, ":")[4]
 			want := tc.expected(cfg.Region, account)
 			var targetGot []grant
@@ -582,6 +581,36 @@ func TestDeployedTargets(t *testing.T) {
 				t.Errorf("deployed role of %s grants, besides the stack's own resources,\n%v\nwant\n%v", processorID, targetGot, want)
 			}
 		})
+	}
+}
+
+// checkTarget asserts the processor's Target is what spec (a TARGET value;
+// "" for none) names, with the bus's source and detail type.
+func checkTarget(t *testing.T, got sqsonce.Target, spec, source, detailType string) {
+	t.Helper()
+	if spec == "" {
+		if got != nil {
+			t.Errorf("no Target set, the processor delivers to %+v", got)
+		}
+		return
+	}
+	s, err := target.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	switch tg := got.(type) {
+	case *target.LambdaTarget:
+		ok = s.Kind == target.Lambda && tg.Function == s.Dest
+	case *target.SQSTarget:
+		ok = s.Kind == target.SQS && tg.QueueURL == s.Dest
+	case *target.SNSTarget:
+		ok = s.Kind == target.SNS && tg.TopicARN == s.Dest
+	case *target.EventsTarget:
+		ok = s.Kind == target.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
+	}
+	if !ok {
+		t.Errorf("processor Target %T %+v; want %s (event source %q, detail type %q)", got, got, spec, source, detailType)
 	}
 }
 

@@ -21,9 +21,11 @@ const runMainVar = "SQS_ONCE_RUN_MAIN"
 
 // TestMain runs main when the test binary was started by CheckBadConfig, and
 // the package's tests otherwise. Call it from the command's TestMain.
-func TestMain(m *testing.M, main func()) {
-	TestMainWith(m, main, func(m *testing.M) { os.Exit(m.Run()) })
-}
+func TestMain(m *testing.M, main func()) { TestMainWith(m, main, Run) }
+
+// Run runs the package's tests and exits with their status: TestMainWith's
+// run for tests that need no server.
+func Run(m *testing.M) { os.Exit(m.Run()) }
 
 // TestMainWith is TestMain with run running the package's tests
 // (mototest.Main, for tests that need moto_server).

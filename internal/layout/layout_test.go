@@ -1,0 +1,146 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sqs-once/sqs-once"
+
+// graph is the import graph `go list -deps` prints for patterns: each
+// package with the packages it imports.
+type graph map[string][]string
+
+// listDeps runs `go list -deps` on patterns from the module's root, with
+// env added to the go command's environment (GOOS, GOARCH) and tags.
+func listDeps(t *testing.T, env []string, tags string, patterns ...string) graph {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	args := []string{"list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command(gobin, append(args, patterns...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, stderr.Bytes())
+	}
+	g := graph{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 0 {
+			g[fields[0]] = fields[1:]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// chain is a shortest import path from one of roots to pkg, for the error
+// message: which import to remove.
+func (g graph) chain(roots []string, pkg string) []string {
+	from := map[string]string{}
+	queue := slices.Clone(roots)
+	for _, r := range roots {
+		from[r] = ""
+	}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == pkg {
+			var path []string
+			for ; p != ""; p = from[p] {
+				path = append(path, p)
+			}
+			slices.Reverse(path)
+			return path
+		}
+		for _, next := range g[p] {
+			if _, seen := from[next]; !seen {
+				from[next] = p
+				queue = append(queue, next)
+			}
+		}
+	}
+	return nil
+}
+
+// checkNone fails for every package of g that banned matches, with the
+// import chain from roots that brings it in.
+func checkNone(t *testing.T, g graph, roots []string, banned func(pkg string) bool, why string) {
+	t.Helper()
+	for _, pkg := range slices.Sorted(maps.Keys(g)) {
+		if !banned(pkg) {
+			continue
+		}
+		// One error per way in: not again for what a banned package
+		// brings along.
+		chain := g.chain(roots, pkg)
+		if !slices.ContainsFunc(chain[:len(chain)-1], banned) {
+			t.Errorf("%s: %s", why, strings.Join(chain, " imports "))
+		}
+	}
+}
+
+// under reports whether pkg is dir or a package below it.
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+// TestShippedBinariesLeaveOutTheLocalMachinery: no package the Lambda
+// functions or the CLI are built from is under internal/local (the demo,
+// the local stack, moto_server and the fault proxy), as built for the
+// host and as the Makefile builds the functions for Lambda.
+func TestShippedBinariesLeaveOutTheLocalMachinery(t *testing.T) {
+	t.Parallel()
+	roots := []string{module + "/cmd/processor", module + "/cmd/dlq-replayer", module + "/cmd/sqs-once"}
+	local := module + "/internal/local"
+	for _, build := range []struct {
+		env  []string
+		tags string
+	}{
+		{nil, ""},
+		{[]string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "lambda.norpc"}, // the Makefile's LAMBDA_BUILD
+	} {
+		g := listDeps(t, build.env, build.tags, "./cmd/processor", "./cmd/dlq-replayer", "./cmd/sqs-once")
+		for _, r := range roots {
+			if _, ok := g[r]; !ok {
+				t.Fatalf("go list did not list %s", r)
+			}
+		}
+		checkNone(t, g, roots, func(pkg string) bool { return under(pkg, local) },
+			"a shipped binary is built with the local machinery "+strings.Join(append(build.env, build.tags), " "))
+	}
+}
+
+// TestSqsonceLinksNoTargetClient: package sqsonce brings in none of the
+// SDK clients only a Target calls (Lambda, SNS, EventBridge) nor
+// CloudWatch's, whose metrics it writes as log lines: they live in
+// sqsonce/target, which a program imports only to use a target.
+func TestSqsonceLinksNoTargetClient(t *testing.T) {
+	t.Parallel()
+	root := module + "/sqsonce"
+	g := listDeps(t, nil, "", "./sqsonce")
+	if _, ok := g[root]; !ok {
+		t.Fatalf("go list did not list %s", root)
+	}
+	clients := []string{"lambda", "sns", "eventbridge", "cloudwatch"}
+	checkNone(t, g, []string{root}, func(pkg string) bool {
+		return slices.ContainsFunc(clients, func(c string) bool { return under(pkg, "github.com/aws/aws-sdk-go-v2/service/"+c) })
+	}, "sqsonce links a client only a Target needs")
+}
