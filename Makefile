@@ -36,6 +36,9 @@ test: check-tools lint model model-mutants unit
 
 unit:
 	$(GO) test -race -count=1 -tags integration ./...
+	@# The example is a module of its own, tested as a user tests theirs: on
+	@# sqsoncetest's store, no AWS.
+	cd examples/orders && $(GO) test -race -count=1 ./...
 
 ## check-tools: fails, with the command that installs each one, when a tool
 ## that `make test` needs is missing

@@ -119,17 +119,25 @@ func TestCompiledFunction(t *testing.T) {
 	}
 }
 
+// exitAtOnce, set in a test binary's environment, makes it exit with status
+// 1 before running any test: a process that fails its init.
+const exitAtOnce = "LAMBDARUNTIME_TEST_EXIT_AT_ONCE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(exitAtOnce) != "" {
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 // TestProcessExitEndsInvoke: a function that exits during init (as one with
 // a bad configuration does) ends the Invoke waiting for it, at once.
 func TestProcessExitEndsInvoke(t *testing.T) {
 	srv := startServer(t)
-	// false(1) stands in for a function whose init fails: it exits without
-	// ever polling.
-	bin, err := exec.LookPath("false")
-	if err != nil {
-		t.Fatalf("no false(1) on PATH: %v", err)
-	}
-	p, err := srv.StartProcess(bin, nil)
+	// This test binary, told to exit at once (TestMain), stands in for a
+	// function whose init fails: it exits without ever polling. It needs
+	// nothing but Go, so the test runs in the hermetic tier.
+	p, err := srv.StartProcess(os.Args[0], []string{exitAtOnce + "=1"})
 	if err != nil {
 		t.Fatal(err)
 	}
