@@ -63,12 +63,15 @@ func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outco
 }
 
 // copyOutcome is the fate of a record whose key an earlier record of the
-// batch held: a duplicate if that one was processed, otherwise in progress
-// until that lock ends (it was kept, or released for the next delivery).
+// batch held: a duplicate unless that one is retried, and then retried too,
+// hidden until its lock ends where the lock was kept (an unknown delivery).
 func (p *Processor) copyOutcome(ctx context.Context, r, first keyed, o outcome, lease Lease) outcome {
 	log := r.log.With("copyOf", first.msg.MessageId)
-	if o.verdict == done && o.metric == MetricProcessed {
-		log.InfoContext(ctx, "duplicate suppressed: a copy of a record delivered in this batch", "outcome", duplicate.String())
+	if o.verdict != retry {
+		// The first copy was delivered (its completion recorded or not) or
+		// goes to the operator queue: this one is its duplicate. Retrying
+		// it after an unrecorded completion would run the key again.
+		log.InfoContext(ctx, "duplicate suppressed: a copy of a record of this batch", "outcome", duplicate.String(), "firstOutcome", o.metric)
 		return outcome{verdict: done, metric: MetricDuplicate}
 	}
 	log.InfoContext(ctx, "record retried with the copy of its key in this batch, which was not completed", "outcome", inProgress.String())

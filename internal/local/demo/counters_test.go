@@ -11,38 +11,50 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
+	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // TestOutcomeCounterCountsEachRecordOnce logs as the processor does (the
-// outcome set with With on a record's logger, or on the line itself) and
-// checks that each record's outcome is counted once, a failure's second line
-// (an unreleased lock) and lines inside a group not at all.
+// outcome and the message id set with With on a record's logger, or on the
+// line itself) and checks that each record's outcome is counted once, a
+// failure's second line (an unreleased lock) and lines inside a group not at
+// all, and that each answer is kept for its record of its invocation.
 func TestOutcomeCounterCountsEachRecordOnce(t *testing.T) {
 	t.Parallel()
-	got := map[string]int{}
-	log := slog.New(newOutcomeCounter(slog.NewJSONHandler(io.Discard, nil), func(o string) { got[o]++ }))
-	ctx := context.Background()
+	tr := NewTracker()
+	log := slog.New(newOutcomeCounter(slog.NewJSONHandler(io.Discard, nil), tr.Outcome))
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	record := log.With("messageId", "m1", "key", "k1")
 	record.With("outcome", "processed").InfoContext(ctx, "record processed")
 	record.With("outcome", "duplicate").InfoContext(ctx, "duplicate suppressed")
 	record.With("outcome", "duplicate").InfoContext(ctx, "duplicate suppressed")
-	failed := record.With("outcome", "failed")
+	failed := log.With("messageId", "m3").With("outcome", "failed")
 	failed.WarnContext(ctx, "lock not released; it expires on its own")
 	failed.WarnContext(ctx, "record failed; retried later")
 	log.WarnContext(ctx, "record not started", "messageId", "m2", "outcome", "not-started")
 	record.With("outcome", "processed-unrecorded").ErrorContext(ctx, "record processed but its completion was not recorded")
 	record.With("outcome", "in-progress").InfoContext(ctx, "record in progress elsewhere")
 	log.WithGroup("target").InfoContext(ctx, "an answer", "outcome", "processed")
-	log.InfoContext(ctx, "no outcome at all")
+	log.InfoContext(ctx, "no outcome at all", "messageId", "m4")
+	obs := tr.Snapshot()
 	want := map[string]int{"processed": 1, "duplicate": 2, "not-started": 1, "processed-unrecorded": 1, "in-progress": 1}
-	if !maps.Equal(got, want) {
-		t.Errorf("counted %v, want %v", got, want)
+	if !maps.Equal(obs.Outcomes, want) {
+		t.Errorf("counted %v, want %v", obs.Outcomes, want)
+	}
+	tr.MainInvocation(localesm.Invocation{RequestID: "req-1", Records: []events.SQSMessage{{MessageId: "m1"}, {MessageId: "m2"}, {MessageId: "m3"}, {MessageId: "m4"}}})
+	obs = tr.Snapshot()
+	for id, want := range map[string]string{"m1": "in-progress", "m2": "not-started", "m3": "failed", "m4": ""} {
+		if got := obs.Receipts[id]; len(got) != 1 || got[0].Outcome != want || got[0].RequestID != "req-1" {
+			t.Errorf("receipts of %s %+v, want one of req-1 answered %q", id, got, want)
+		}
 	}
 }
 

@@ -5,7 +5,9 @@
 // transient and permanent failures, records every side effect in an
 // append-only ledger, and checks the invariants the project promises: every
 // order's side effect exactly once (extra ones only inside the documented
-// window), nothing lost, queues drained.
+// window), nothing lost, queues drained. It follows every message through
+// the dead-letter queue and counts the healthy ones (of keys whose handler
+// succeeds) that went there, with 0 as the target (HealthyDeadLettered).
 //
 // With Options.Target (-target sqs) the processor runs no handler: deployed
 // with the template's Target parameter, it forwards each key's message to a

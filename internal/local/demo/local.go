@@ -399,6 +399,9 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// The processor's SQS calls (operator queue, failure backoff, the queue
 	// check) are the pipeline's: through the fault proxy with -chaos.
 	cfg.AWS, cfg.Logger, cfg.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
+	// Its metrics, as the deployed function writes them, feed the report's
+	// InProgressHidden count.
+	cfg.Metrics = processorMetrics{hidden: r.tracker.InProgressHidden}
 	var handler sqsonce.Handler
 	if r.target != nil {
 		tg, err := newObservedTarget(awsCfg, info, r.forwards, procLog)

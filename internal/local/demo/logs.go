@@ -9,6 +9,9 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/sqs-once/sqs-once/internal/metrics"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // functionLogHandler writes the functions' logs as Lambda's JSON log format
@@ -36,8 +39,9 @@ func (h functionLogHandler) WithGroup(name string) slog.Handler {
 }
 
 // The processor's per-record outcomes the demo counts: each is logged once
-// per record it applies to (a failure may log twice: the failure and an
-// unreleased lock), and names what the lock protocol answered.
+// per record it applies to, and names what the lock protocol answered. (A
+// failure may log twice, the failure and an unreleased lock: "failed" is
+// not counted, only kept as the record's answer.)
 const (
 	outcomeProcessed  = "processed"
 	outcomeUnrecorded = "processed-unrecorded"
@@ -54,47 +58,84 @@ func counted(outcome string) bool {
 	return false
 }
 
-// outcomeCounter passes the processor's log lines on and counts, for each,
-// the record outcome it carries (the "outcome" attribute, set with With or
-// on the line itself): the numbers are the processor's own decisions, not
-// derived from what reached the queues.
+// outcomeCounter passes the processor's log lines on and reports, for each
+// that carries a record outcome (the "outcome" attribute, set with With or on
+// the line itself), that outcome with its record's message id and its
+// invocation's request id: the numbers are the processor's own decisions,
+// not derived from what reached the queues.
 type outcomeCounter struct {
 	slog.Handler
-	outcome string // set by WithAttrs
-	count   func(outcome string)
+	outcome   string // set by WithAttrs
+	messageID string // set by WithAttrs
+	count     func(Answer)
 }
 
-func newOutcomeCounter(h slog.Handler, count func(string)) slog.Handler {
+func newOutcomeCounter(h slog.Handler, count func(Answer)) slog.Handler {
 	return outcomeCounter{Handler: h, count: count}
 }
 
 func (h outcomeCounter) Handle(ctx context.Context, r slog.Record) error {
-	o := h.outcome
+	o, id := h.outcome, h.messageID
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "outcome" {
+		switch a.Key {
+		case "outcome":
 			o = a.Value.String()
+		case "messageId":
+			id = a.Value.String()
 		}
 		return true
 	})
-	if h.count != nil && counted(o) {
-		h.count(o)
+	if h.count != nil && o != "" {
+		a := Answer{MessageID: id, Outcome: o}
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			a.RequestID = lc.AwsRequestID
+		}
+		h.count(a)
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h outcomeCounter) WithAttrs(attrs []slog.Attr) slog.Handler {
-	o := h.outcome
+	o, id := h.outcome, h.messageID
 	for _, a := range attrs {
-		if a.Key == "outcome" {
+		switch a.Key {
+		case "outcome":
 			o = a.Value.String()
+		case "messageId":
+			id = a.Value.String()
 		}
 	}
-	return outcomeCounter{Handler: h.Handler.WithAttrs(attrs), outcome: o, count: h.count}
+	return outcomeCounter{Handler: h.Handler.WithAttrs(attrs), outcome: o, messageID: id, count: h.count}
 }
 
 // WithGroup stops counting: inside a group, "outcome" is some other value.
 func (h outcomeCounter) WithGroup(name string) slog.Handler {
 	return outcomeCounter{Handler: h.Handler.WithGroup(name)}
+}
+
+// processorMetrics is the processor's Config.Metrics: it reads back every
+// EMF document the processor writes (each Write is whole documents, one per
+// line: metrics.Set.Write) and reports the records hidden until the lock
+// that refused them could be taken over. Counting the metric, by its
+// exported name, rather than the log line that goes with it, keeps the
+// report's number the one CloudWatch would show.
+type processorMetrics struct{ hidden func(n int) }
+
+func (m processorMetrics) Write(p []byte) (int, error) {
+	docs, err := metrics.ParseAll(p)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range docs {
+		for _, v := range d.Values[sqsonce.MetricInProgressHidden] {
+			n += int(v)
+		}
+	}
+	if n > 0 {
+		m.hidden(n)
+	}
+	return len(p), nil
 }
 
 // sdkLogger sends the AWS SDK's log lines to log (the functions' log file)

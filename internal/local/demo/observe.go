@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -54,7 +55,6 @@ type Tracker struct {
 	mu          sync.Mutex
 	acked       map[string]bool
 	deliveries  int
-	deadLetter  map[string]bool
 	replays     []Replay
 	operator    map[string][]Arrival
 	invocations map[string]InvocationInfo
@@ -64,13 +64,25 @@ type Tracker struct {
 	// them (processed, duplicate, in-progress, ...).
 	outcomes map[string]int
 	timedOut int
+	// deadLetter maps each message the replayer received from the DLQ to
+	// its send ("" for a message of no send of this run).
+	deadLetter map[string]string
+	// receipts are each main-queue message's deliveries to the processor,
+	// in order; answers the outcome the processor logged for a record of
+	// an invocation, by {request id, message id}.
+	receipts map[string][]Receipt
+	answers  map[[2]string]string
+	// hidden is the processor's InProgressHidden metric, summed.
+	hidden int
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
 	return &Tracker{
 		acked:       map[string]bool{},
-		deadLetter:  map[string]bool{},
+		deadLetter:  map[string]string{},
+		receipts:    map[string][]Receipt{},
+		answers:     map[[2]string]string{},
 		operator:    map[string][]Arrival{},
 		invocations: map[string]InvocationInfo{},
 		foreign:     map[string]bool{},
@@ -78,11 +90,48 @@ func NewTracker() *Tracker {
 	}
 }
 
-// Outcome counts one record's outcome, as the processor decided it.
-func (t *Tracker) Outcome(o string) {
+// Answer is one outcome the processor logged for a record: what it
+// answered that record of invocation RequestID.
+type Answer struct {
+	RequestID string
+	MessageID string
+	Outcome   string
+}
+
+// Outcome records one outcome line of the processor: counted if it is one
+// of the outcomes the report counts, and kept as the answer to its record
+// (the last line of a record wins: a failure that could not release its
+// lock logs twice, with the same outcome).
+func (t *Tracker) Outcome(a Answer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.outcomes[o]++
+	if counted(a.Outcome) {
+		t.outcomes[a.Outcome]++
+	}
+	if a.MessageID != "" {
+		t.answers[[2]string{a.RequestID, a.MessageID}] = a.Outcome
+	}
+}
+
+// InProgressHidden adds n records the processor hid until the lock that
+// refused them could be taken over (its metric InProgressHidden).
+func (t *Tracker) InProgressHidden(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hidden += n
+}
+
+// Receipt is one delivery of a main-queue message to the processor: its
+// receive number, the invocation, what the processor answered and whether
+// the event source mapping deleted it.
+type Receipt struct {
+	Receive   int    `json:"receive"`
+	RequestID string `json:"requestId"`
+	// Outcome is the processor's logged answer ("" if it logged none: its
+	// invocation was abandoned before it got that far).
+	Outcome   string `json:"outcome"`
+	Deleted   bool   `json:"deleted"`
+	Abandoned bool   `json:"abandoned,omitempty"`
 }
 
 // MainInvocation records a processor invocation: when it started, whether it
@@ -102,6 +151,8 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 		t.timedOut++
 	}
 	for _, r := range inv.Records {
+		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		t.receipts[r.MessageId] = append(t.receipts[r.MessageId], Receipt{Receive: n, RequestID: inv.RequestID, Deleted: deleted[r.MessageId], Abandoned: abandoned})
 		if !deleted[r.MessageId] {
 			continue
 		}
@@ -111,12 +162,18 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 	}
 }
 
-// DeadLetterInvocation records a replayer invocation.
+// DeadLetterInvocation records a replayer invocation: every message it
+// received went through the dead-letter queue. A redrive keeps the message
+// id, so the id is the one the message had in the main queue.
 func (t *Tracker) DeadLetterInvocation(inv localesm.Invocation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range inv.Records {
-		t.deadLetter[r.MessageId] = true
+		send := ""
+		if b, err := ParseBody(r.Body); err == nil {
+			send = b.Send
+		}
+		t.deadLetter[r.MessageId] = send
 	}
 }
 
@@ -159,7 +216,15 @@ type Observed struct {
 	Acked        map[string]bool
 	Deliveries   int
 	DeadLettered int
-	Replays      []Replay
+	// DeadLetters are the messages that went through the dead-letter
+	// queue, by send: their message ids, sorted.
+	DeadLetters map[string][]string
+	// Receipts are the main-queue messages' deliveries to the processor,
+	// by message id, in order, each with the processor's answer.
+	Receipts map[string][]Receipt
+	// InProgressHidden is the processor's metric of that name, summed.
+	InProgressHidden int
+	Replays          []Replay
 	// Operator holds every arrival at the operator queue, by send.
 	Operator map[string][]Arrival
 	// Invocations are the processor's, by request id.
@@ -188,18 +253,36 @@ func (t *Tracker) Snapshot() Observed {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := Observed{
-		Acked:        maps.Clone(t.acked),
-		Deliveries:   t.deliveries,
-		DeadLettered: len(t.deadLetter),
-		Replays:      slices.Clone(t.replays),
-		Operator:     make(map[string][]Arrival, len(t.operator)),
-		Invocations:  maps.Clone(t.invocations),
-		Completions:  slices.Clone(t.completions),
-		Foreign:      len(t.foreign),
-		Outcomes:     maps.Clone(t.outcomes),
+		Acked:            maps.Clone(t.acked),
+		Deliveries:       t.deliveries,
+		DeadLettered:     len(t.deadLetter),
+		Replays:          slices.Clone(t.replays),
+		Operator:         make(map[string][]Arrival, len(t.operator)),
+		Invocations:      maps.Clone(t.invocations),
+		Completions:      slices.Clone(t.completions),
+		Foreign:          len(t.foreign),
+		Outcomes:         maps.Clone(t.outcomes),
+		DeadLetters:      map[string][]string{},
+		Receipts:         make(map[string][]Receipt, len(t.receipts)),
+		InProgressHidden: t.hidden,
 	}
 	for k, v := range t.operator {
 		o.Operator[k] = slices.Clone(v)
+	}
+	for id, send := range t.deadLetter {
+		if send != "" {
+			o.DeadLetters[send] = append(o.DeadLetters[send], id)
+		}
+	}
+	for _, ids := range o.DeadLetters {
+		slices.Sort(ids)
+	}
+	for id, rs := range t.receipts {
+		rs = slices.Clone(rs)
+		for i := range rs {
+			rs[i].Outcome = t.answers[[2]string{rs[i].RequestID, id}]
+		}
+		o.Receipts[id] = rs
 	}
 	return o
 }

@@ -189,9 +189,13 @@ Runs the whole sqs-once pipeline on a laptop: starts moto_server, creates the
 queues and the table from template.yaml, runs the processor and the DLQ
 replayer behind local event source mappings, sends a workload of orders with
 duplicates, poison and transient failures, and prints a report that checks
-every order's side effect happened exactly once and nothing was lost. Exit
-status 0 when every invariant holds, 1 when one is broken, 2 on bad usage or
-set-up failure.
+every order's side effect happened exactly once and nothing was lost. It also
+counts the healthy messages (of orders whose handler succeeds) that went
+through the dead-letter queue, with 0 as the target: a broken invariant
+without -chaos, a finding the report states under -chaos (an injected fault
+can burn a receive) or with -max-receive-count/-max-attempts. Exit status 0
+when every invariant holds, 1 when one is broken, 2 on bad usage or set-up
+failure.
 
 With -target sqs the processor runs no handler: it forwards each key's
 message once, body and attributes byte for byte, to a second queue the demo

@@ -27,14 +27,18 @@ type Summary struct {
 	// Processed is the number of sends whose own delivery made the key's side
 	// effect; DuplicatesSuppressed the sends the processor deleted without
 	// running the handler because their key was already done.
-	Processed            int         `json:"processed"`
-	DuplicatesSuppressed int         `json:"duplicatesSuppressed"`
-	Deliveries           int         `json:"deliveries"`
-	DeadLettered         int         `json:"deadLettered"`
-	Replays              ReplayStats `json:"replays"`
-	Operator             OpStats     `json:"operator"`
-	Lost                 int         `json:"lost"`
-	LostSends            []string    `json:"lostSends,omitempty"`
+	Processed            int `json:"processed"`
+	DuplicatesSuppressed int `json:"duplicatesSuppressed"`
+	Deliveries           int `json:"deliveries"`
+	DeadLettered         int `json:"deadLettered"`
+	// HealthyDeadLettered is the messages of keys whose handler succeeds
+	// that went through the dead-letter queue (target 0). Not set with
+	// -stack, which cannot see the dead-letter queue's traffic.
+	HealthyDeadLettered *HealthyDeadLettered `json:"healthyDeadLettered,omitempty"`
+	Replays             ReplayStats          `json:"replays"`
+	Operator            OpStats              `json:"operator"`
+	Lost                int                  `json:"lost"`
+	LostSends           []string             `json:"lostSends,omitempty"`
 	// NotSent are the sends the producer never sent: the run gave up
 	// first. Neither lost nor processed; the run has failed already.
 	NotSent      int            `json:"notSent,omitempty"`
@@ -134,6 +138,10 @@ type RecordStats struct {
 	Duplicate  int `json:"duplicate"`
 	InProgress int `json:"inProgress"`
 	NotStarted int `json:"notStarted"`
+	// InProgressHidden is the processor's metric of that name: records
+	// refused as in progress whose visibility SQS set to the lock's
+	// remaining time, so they come back when the lock can be taken over.
+	InProgressHidden int `json:"inProgressHidden"`
 }
 
 func recordStats(o map[string]int) RecordStats {
@@ -253,6 +261,7 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	s.checkSends(w, effects, obs)
 	s.Processed = s.Records.Processed + s.Records.Unrecorded
 	s.DuplicatesSuppressed = s.Records.Duplicate
+	s.checkHealthyDeadLettered(w, obs, ev.RetriesOverride)
 	s.checkInjected()
 	s.Replays = replayStats(obs.Replays, ev.Ceiling)
 	for _, es := range effects {
@@ -458,6 +467,7 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 // without a business handler) and what -chaos injected.
 func (s *Summary) observeRuntime(obs Observed, ledger []Entry) {
 	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
+	s.Records.InProgressHidden = obs.InProgressHidden
 	s.Invocations = invocationStats(obs.Invocations, ledger, s.Timings)
 }
 
@@ -707,6 +717,7 @@ func (s Summary) renderOutcomes(p printer) {
 		p("  more than once      %d keys: %d inside the duplicate window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
 		s.renderRuntime(p)
 		p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
+		s.renderHealthyDeadLettered(p)
 		p("replays               %d sent back to the main queue by the DLQ replayer; %d keys succeeded on a replay", s.Replays.Total, s.Replays.Rescued)
 		for _, a := range s.Replays.ByAttempt {
 			p("  replay %-3d          %d, delays drawn %s s (ceiling %g s)", a.Attempt, a.Count, joinInts(a.Delays), a.CeilingSeconds)
@@ -772,6 +783,7 @@ func (s Summary) renderRuntime(p printer) {
 	p("  processed           %d ran the handler to completion (%d of them without their completion recorded)", r.Processed+r.Unrecorded, r.Unrecorded)
 	p("  duplicate           %d answered \"duplicate\": deleted without running the handler", r.Duplicate)
 	p("  in progress         %d answered \"in progress\": another invocation held the key; retried", r.InProgress)
+	p("    hidden            %d of them hidden until the holder's lock could be taken over (metric InProgressHidden)", r.InProgressHidden)
 	if r.NotStarted > 0 {
 		p("  not started         %d: their invocation's time ran short; retried", r.NotStarted)
 	}
@@ -793,6 +805,9 @@ func (s Summary) renderVerdict(p printer) {
 		}
 		p("note: %s", u)
 	}
+	if h := s.HealthyDeadLettered; h != nil && h.Finding != "" {
+		p("finding: %s", h.Finding)
+	}
 	for _, v := range s.Violations {
 		p("VIOLATION: %s", v)
 	}
@@ -807,11 +822,11 @@ func (s Summary) renderVerdict(p printer) {
 	case !s.OK:
 		p("verdict: FAILED: %d invariant(s) broken", len(s.Violations))
 	case s.Target != nil:
-		p("verdict: OK: every key forwarded to the target queue exactly once%s, intact, nothing lost", targetSuffix(s.Target))
+		p("verdict: OK: every key forwarded to the target queue exactly once%s, intact, nothing lost%s", targetSuffix(s.Target), healthySuffix(s))
 	case s.Mode == "stack":
 		p("verdict: OK: every key sent completed or at the operator queue once, nothing lost (what -stack can check; see \"not checked\")")
 	default:
-		p("verdict: OK: every key's side effect exactly once%s, nothing lost", windowSuffix(s))
+		p("verdict: OK: every key's side effect exactly once%s, nothing lost%s", windowSuffix(s), healthySuffix(s))
 	}
 }
 

@@ -114,6 +114,7 @@ func SummarizeTarget(w Workload, landings []Landing, obs Observed, fobs ForwardO
 		s.Violations = append(s.Violations, fmt.Sprintf("%d keys never arrived in the target queue: %s", len(never), firstFew(never)))
 	}
 	s.checkTargetSends(w, byKey, forwarded, obs)
+	s.checkHealthyDeadLettered(w, obs, ev.RetriesOverride)
 	// A copy explained by a documented limit is still one the demo must
 	// have caused on purpose: without -chaos nothing injects a lost answer
 	// or a failed write, so such a copy comes from the demo's own timings.
@@ -354,6 +355,7 @@ func (s Summary) renderTargetOutcomes(p printer) {
 	p("forwarded             %d messages sent on to the target queue: per key, the copy that took the lock", s.Processed)
 	p("duplicates suppressed %d re-sent messages deleted without being forwarded", s.DuplicatesSuppressed)
 	p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
+	s.renderHealthyDeadLettered(p)
 	p("replays               %d sent back to the main queue by the DLQ replayer", s.Replays.Total)
 }
 
