@@ -32,6 +32,12 @@
 // Handler's own unit test, and TestStore, the conformance suite every Store
 // passes (a store of your own too).
 //
+// The DynamoDB table needs partition key "id" (String) and TTL on
+// "expiresAt"; the docs' table page has the commands and a CloudFormation
+// snippet that create it. Processor.Check reads the table's key schema and
+// TTL and says what is wrong, naming the table and region: call it in a
+// deploy step or a test, not at a function's start-up.
+//
 // Config.Metrics (standard output with FromEnv) receives the processor's
 // metrics once per invocation, in CloudWatch's embedded metric format:
 // records processed, duplicates, failures by reason, and the completions

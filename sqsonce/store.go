@@ -10,7 +10,8 @@ import (
 // the id "<KeyPrefix>#<key>". Config.Store nil is the DynamoDB store
 // (NewDynamoDBStore) on Config.Table; sqsoncetest.NewStore is one in memory
 // for tests, and sqsoncetest.TestStore is the suite a Store of your own must
-// pass.
+// pass. A Store may also have a method Check(ctx) error, which
+// Processor.Check calls.
 //
 // Every method is one atomic step on one record, and every one must be safe
 // to repeat: a client retries a call whose answer was lost after the store

@@ -1,0 +1,82 @@
+package sqsonce_test
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqs-once/sqs-once/sqsonce"
+)
+
+// tableDoc is the page whose commands and template the tests run, so that
+// what a reader copies is what was tested.
+var tableDoc = filepath.Join("..", "docs", "table.md")
+
+// tableDocBlock returns the one fenced code block of docs/table.md whose
+// info string is lang and whose text holds marker.
+func tableDocBlock(t testing.TB, lang, marker string) string {
+	t.Helper()
+	f, err := os.Open(tableDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var found, block []string
+	in, blockLang := false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && strings.HasPrefix(line, "```"):
+			in, blockLang, block = true, strings.TrimSpace(strings.TrimPrefix(line, "```")), nil
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
+				found = append(found, text)
+			}
+		case in:
+			block = append(block, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if in {
+		t.Fatalf("%s: a code block is not closed", tableDoc)
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s has %d ```%s blocks holding %q, want 1", tableDoc, len(found), lang, marker)
+	}
+	return found[0]
+}
+
+// TestTableDocNamesTheSchema keeps the page's commands and template on the
+// attribute names the store writes; the integration tests run them.
+func TestTableDocNamesTheSchema(t *testing.T) {
+	t.Parallel()
+	sh := tableDocBlock(t, "sh", "aws dynamodb create-table")
+	for _, want := range []string{
+		"--attribute-definitions AttributeName=" + sqsonce.AttrID + ",AttributeType=S ",
+		"--key-schema AttributeName=" + sqsonce.AttrID + ",KeyType=HASH ",
+		"--billing-mode PAY_PER_REQUEST",
+		"aws dynamodb wait table-exists",
+		"--time-to-live-specification Enabled=true,AttributeName=" + sqsonce.AttrExpiresAt + "\n",
+	} {
+		if !strings.Contains(sh, want) {
+			t.Errorf("%s: the commands do not say %q:\n%s", tableDoc, want, sh)
+		}
+	}
+	yaml := tableDocBlock(t, "yaml", "AWS::DynamoDB::Table")
+	for _, want := range []string{
+		"        - AttributeName: " + sqsonce.AttrID + "\n          AttributeType: S\n",
+		"        - AttributeName: " + sqsonce.AttrID + "\n          KeyType: HASH\n",
+		"      TimeToLiveSpecification:\n        AttributeName: " + sqsonce.AttrExpiresAt + "\n        Enabled: true\n",
+		"dynamodb:UpdateItem", "dynamodb:GetItem", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
+	} {
+		if !strings.Contains(yaml, want) {
+			t.Errorf("%s: the template does not say %q", tableDoc, want)
+		}
+	}
+}
