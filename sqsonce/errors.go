@@ -32,8 +32,9 @@ var (
 	// holds a record the protocol did not write; no retry helps until
 	// someone fixes the deployment. The function did not run.
 	ErrMisconfigured = errors.New("sqsonce: store misconfigured")
-	// ErrNoKey: Do's key is empty or longer than 1024 bytes, or a record
-	// lacks the key its Config.Key names (the record is retried, never run).
+	// ErrNoKey: Do's key is empty, longer than 1024 bytes or not valid
+	// UTF-8, or a record lacks the key its Config.Key names (the record is
+	// retried, never run).
 	ErrNoKey = errors.New("sqsonce: idempotency key missing")
 	// ErrNoHandler: Handle was called on a Processor built without a
 	// Handler or a Target.

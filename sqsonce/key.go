@@ -58,8 +58,8 @@ func KeyFromAttribute(name string) KeySource {
 
 // KeyFunc keys each record by f's result, for a key no other KeySource
 // describes. Its result is checked like any key's (not empty, at most 1024
-// bytes); an error leaves the record without a key: it is retried, never
-// run.
+// bytes, valid UTF-8); an error leaves the record without a key: it is
+// retried, never run.
 func KeyFunc(f func(msg events.SQSMessage) (string, error)) KeySource {
 	ks := KeySource{kind: "func", fn: f}
 	if f == nil {
@@ -118,6 +118,11 @@ func (k KeySource) keyOf(msg events.SQSMessage, setting string) (string, error) 
 	}
 	if len(key) > maxKeyBytes {
 		return "", fmt.Errorf("%w (%s=%s): value of %d bytes exceeds %d", ErrNoKey, setting, k, len(key), maxKeyBytes)
+	}
+	// DynamoDB strings are UTF-8, and the SDK writes each invalid byte as
+	// U+FFFD: two such keys (a KeyFunc's raw hash, say) would share a record.
+	if !utf8.ValidString(key) {
+		return "", fmt.Errorf("%w (%s=%s): value %q is not valid UTF-8", ErrNoKey, setting, k, key)
 	}
 	return key, nil
 }
@@ -205,8 +210,10 @@ func member(v json.RawMessage, tok string) (json.RawMessage, error) {
 		return nil, err
 	}
 	if v[0] == '[' {
+		// RFC 6901's index is "0" or digits without a leading zero: Atoi
+		// alone would also read "+1" and "-0".
 		idx, err := strconv.Atoi(tok)
-		if err != nil || idx < 0 || (len(tok) > 1 && tok[0] == '0') {
+		if err != nil || tok[0] < '0' || tok[0] > '9' || (len(tok) > 1 && tok[0] == '0') {
 			return nil, errors.New("has no element")
 		}
 		for i := 0; dec.More(); i++ {

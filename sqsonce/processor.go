@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -456,8 +457,10 @@ func (p *Processor) payloadHash(msg events.SQSMessage) string {
 // LockTimeout, the lock lasts 15 minutes: a process killed inside fn keeps
 // the key in progress that long.
 func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	if key == "" || len(key) > maxKeyBytes {
-		return fmt.Errorf("%w: key of %d bytes, want 1 to %d", ErrNoKey, len(key), maxKeyBytes)
+	if key == "" || len(key) > maxKeyBytes || !utf8.ValidString(key) {
+		// Not UTF-8: the SDK would write each bad byte as U+FFFD, and two
+		// keys could share one record.
+		return fmt.Errorf("%w: key of %d bytes, want 1 to %d of valid UTF-8", ErrNoKey, len(key), maxKeyBytes)
 	}
 	res := p.lock.do(ctx, key, "", fn)
 	switch res.outcome {

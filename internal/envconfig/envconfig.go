@@ -95,17 +95,32 @@ func (r *Reader) Float(name string, def, lo, hi float64) float64 {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < lo || f > hi {
-		r.Fail(name, "%q is not a number from %g to %g", v, lo, hi)
+		r.Fail(name, "%q is not a number from %s to %s", v, decimal(lo), decimal(hi))
 		return def
 	}
 	return f
 }
 
-// Seconds returns the variable, a number of seconds (fractions allowed), as a
-// duration in [lo, hi], or def when unset.
+// decimal writes a bound as a person types it: 31622400, 0.5, never
+// 3.16224e+07, so the message can be compared with the documented range.
+func decimal(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// Seconds returns the variable, a number of seconds (fractions allowed, cut
+// to the nanosecond), as a duration in [lo, hi], or def when unset.
 func (r *Reader) Seconds(name string, def, lo, hi time.Duration) time.Duration {
-	f := r.Float(name, def.Seconds(), lo.Seconds(), hi.Seconds())
-	return time.Duration(f * float64(time.Second))
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	ns := math.Trunc(f * float64(time.Second))
+	// The bounds are compared as durations: in float seconds, a bound that is
+	// not a whole number of seconds rounds, and a value just past it got in.
+	if err != nil || !(math.Abs(ns) < 1<<63) || time.Duration(ns) < lo || time.Duration(ns) > hi {
+		r.Fail(name, "%q is not a number from %s to %s", v, decimal(lo.Seconds()), decimal(hi.Seconds()))
+		return def
+	}
+	return time.Duration(ns)
 }
 
 // OneOf returns the variable, which must be one of allowed, or def when unset.

@@ -59,3 +59,22 @@ func TestReaderDefaultsWhenUnset(t *testing.T) {
 		t.Errorf("unset optional variables reported %v", err)
 	}
 }
+
+// TestRangesAreWrittenAsTyped: an error states its range the way the docs
+// and the template do (31622400, not 3.16224e+07), so a user can find it.
+func TestRangesAreWrittenAsTyped(t *testing.T) {
+	t.Parallel()
+	r := NewReader(Map(map[string]string{"WINDOW": "31622401", "RATE": "0.25", "COUNT": "2000000"}))
+	r.Seconds("WINDOW", time.Hour, time.Second, 366*24*time.Hour)
+	r.Float("RATE", 2, 0.5, 1e6)
+	r.Int("COUNT", 0, 0, 1_000_000)
+	for _, want := range []string{
+		`environment variable WINDOW: "31622401" is not a number from 1 to 31622400`,
+		`environment variable RATE: "0.25" is not a number from 0.5 to 1000000`,
+		`environment variable COUNT: "2000000" is not a whole number from 0 to 1000000`,
+	} {
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nwant a line %s", err, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 )
 
 // Namespace is the CloudWatch namespace of every sqs-once metric.
@@ -48,6 +49,9 @@ type metric struct {
 	unit   Unit
 	count  bool // a single number, summed; otherwise a list of values
 	values []float64
+	// clash: the name was also used as the other kind, or with another
+	// unit; one member cannot hold both, so Documents refuses the set.
+	clash bool
 }
 
 // NewSet returns an empty Set whose metrics all carry base.
@@ -92,6 +96,7 @@ func (s *Set) metric(name string, unit Unit, count bool, extra []Dimension) *met
 	}
 	for _, m := range g.metrics {
 		if m.name == name {
+			m.clash = m.clash || m.unit != unit || m.count != count
 			return m
 		}
 	}
@@ -107,9 +112,15 @@ func (s *Set) Empty() bool { return len(s.groups) == 0 }
 // more where a metric has over MaxValues values. A group with an extra
 // dimension declares two dimension sets, the base alone and the base with
 // the extra one, so CloudWatch keeps both the function's total and the
-// breakdown. An empty or clashing name or value is an error: CloudWatch
-// would drop the document, or a dimension would shadow a metric.
+// breakdown. What CloudWatch would not extract as given is an error: an
+// empty, clashing or overlong name or value, one that is not UTF-8 (JSON
+// would turn it into U+FFFD), a name both counted and observed or with two
+// units, an unknown unit, a value that is not finite, over 100 metrics or
+// 30 dimensions in a document, a time before 1970.
 func (s *Set) Documents(now time.Time) ([][]byte, error) {
+	if now.UnixMilli() < 0 {
+		return nil, fmt.Errorf("metrics: timestamp %v is before 1970", now)
+	}
 	var docs [][]byte
 	for _, g := range s.groups {
 		dims := append([]Dimension(nil), s.base...)
@@ -141,20 +152,29 @@ func (s *Set) Documents(now time.Time) ([][]byte, error) {
 	return docs, nil
 }
 
-// checkNames refuses what CloudWatch would not extract: an empty name or
-// dimension value, a dimension value over 1024 characters, and a name used
-// twice in one document (members of one JSON object).
+// checkNames refuses what CloudWatch would not extract (what Parse
+// refuses): an empty name or dimension value, a dimension value or metric
+// name over 1024 bytes, a name or value that is not UTF-8, a name used
+// twice in one document (members of one JSON object), a metric both
+// counted and observed or with two units, an unknown unit, and more
+// dimensions or metrics than one document may declare.
 func checkNames(dims []Dimension, metrics []*metric) error {
+	if len(dims) > maxDimensionsPerSet || len(metrics) > maxMetricsPerDoc {
+		return fmt.Errorf("metrics: %d dimensions and %d metrics in one document, over %d or %d", len(dims), len(metrics), maxDimensionsPerSet, maxMetricsPerDoc)
+	}
 	seen := map[string]bool{"_aws": true}
 	for _, d := range dims {
-		if d.Name == "" || d.Value == "" || len(d.Value) > 1024 || seen[d.Name] {
-			return fmt.Errorf("metrics: dimension %q=%q: empty, over 1024 bytes, or a name used twice", d.Name, d.Value)
+		if d.Name == "" || d.Value == "" || len(d.Value) > maxNameLength || seen[d.Name] || !utf8.ValidString(d.Name) || !utf8.ValidString(d.Value) {
+			return fmt.Errorf("metrics: dimension %q=%q: empty, over 1024 bytes, not UTF-8, or a name used twice", d.Name, d.Value)
 		}
 		seen[d.Name] = true
 	}
 	for _, m := range metrics {
-		if m.name == "" || seen[m.name] {
-			return fmt.Errorf("metrics: metric %q: empty, or a name used twice", m.name)
+		if m.name == "" || len(m.name) > maxNameLength || seen[m.name] || !utf8.ValidString(m.name) {
+			return fmt.Errorf("metrics: metric %q: empty, over 1024 bytes, not UTF-8, or a name used twice", m.name)
+		}
+		if m.clash || !units[m.unit] {
+			return fmt.Errorf("metrics: metric %q: both counted and observed, with two units, or with unit %q, not a CloudWatch unit", m.name, m.unit)
 		}
 		seen[m.name] = true
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -159,9 +160,9 @@ func (t *LambdaTarget) invoke(ctx context.Context, msgs []sqsonce.Delivery, enco
 		failAll(fmt.Errorf("%w (%s): %s", ErrFunctionError, aws.ToString(out.FunctionError), quote(out.Payload)))
 		return
 	}
-	ids := make(map[string]int, len(idx))
+	ids := make(map[string][]int, len(idx))
 	for _, i := range idx {
-		ids[msgs[i].Record.MessageId] = i
+		ids[msgs[i].Record.MessageId] = append(ids[msgs[i].Record.MessageId], i)
 	}
 	failed, err := readBatchResponse(out.Payload, ids)
 	if err != nil {
@@ -179,8 +180,13 @@ func (t *LambdaTarget) invoke(ctx context.Context, msgs []sqsonce.Delivery, enco
 // batch response: empty, null, an object without batchItemFailures, or one
 // whose batchItemFailures is null or empty, is a success of every record;
 // otherwise each itemIdentifier must be the messageId of a record of the
-// invocation. It returns the indexes of the records named.
-func readBatchResponse(payload []byte, ids map[string]int) ([]int, error) {
+// invocation. It returns the indexes of the records named: every record of
+// a messageId named, should the invocation hold two. A response that could
+// be read two ways (data after the object; two members encoding/json would
+// both take for batchItemFailures or for one entry's itemIdentifier, as it
+// ignores case and keeps the last) is an error: read one way, it could
+// report a record done that the function failed.
+func readBatchResponse(payload []byte, ids map[string][]int) ([]int, error) {
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
@@ -189,29 +195,66 @@ func readBatchResponse(payload []byte, ids map[string]int) ([]int, error) {
 		return nil, errors.New("not a JSON object")
 	}
 	var resp struct {
-		BatchItemFailures []struct {
-			ItemIdentifier *string `json:"itemIdentifier"`
-		} `json:"batchItemFailures"`
+		BatchItemFailures []json.RawMessage `json:"batchItemFailures"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&resp); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("data after the JSON object")
 	}
+	if err := uniqueMember(trimmed, "batchItemFailures"); err != nil {
+		return nil, err
+	}
 	var failed []int
-	for _, f := range resp.BatchItemFailures {
+	for _, raw := range resp.BatchItemFailures {
+		var f struct {
+			ItemIdentifier *string `json:"itemIdentifier"`
+		}
+		if err := uniqueMember(raw, "itemIdentifier"); err != nil {
+			return nil, fmt.Errorf("a batchItemFailures entry: %w", err)
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, err
+		}
 		if f.ItemIdentifier == nil || *f.ItemIdentifier == "" {
 			return nil, errors.New("a batchItemFailures entry without itemIdentifier")
 		}
-		i, ok := ids[*f.ItemIdentifier]
+		is, ok := ids[*f.ItemIdentifier]
 		if !ok {
 			return nil, fmt.Errorf("itemIdentifier %q is not a record of the invocation", *f.ItemIdentifier)
 		}
-		failed = append(failed, i)
+		failed = append(failed, is...)
 	}
 	return failed, nil
+}
+
+// uniqueMember refuses a JSON object (other values pass) with two members
+// that encoding/json would both decode into a field named name.
+func uniqueMember(v json.RawMessage, name string) error {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return err
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+		if strings.EqualFold(t.(string), name) {
+			if seen {
+				return fmt.Errorf("two members %s", name)
+			}
+			seen = true
+		}
+	}
+	return nil
 }
 
 // quote is at most the first quoteBytes of a response, for a log line.
