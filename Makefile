@@ -17,22 +17,36 @@ DYNALITE_INSTALL = npm install --prefix .tools --no-audit --no-fund --save-exact
 # The version installed in .tools ("" when none).
 DYNALITE_INSTALLED = $$(node -p "require('./.tools/node_modules/dynalite/package.json').version" 2>/dev/null)
 
+# The Python tools (requirements-dev.txt) that setup installs into .venv when
+# the machine lacks them come first on PATH, for every recipe. Always, not
+# only when .venv exists: setup may create it in this very run, and the shell
+# skips a directory that is not there.
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+
+# setup (internal/setup) installs what the machine lacks for -for demo or
+# -for test and says once what only the user can install; a no-op when all is
+# there. SETUP_FLAGS: -dry-run prints the plan and installs nothing; -pip=false
+# reports missing Python tools instead of installing them (.ci/run). Built,
+# not `go run`: that would add its own "exit status 1" to setup's one message.
+SETUP = $(GO) build -o $(BIN_DIR)/setup ./internal/setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION)
+
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test check-tools install-dynalite unit lint model model-mutants bench build clean \
+.PHONY: demo test setup setup-demo check-tools install-dynalite unit lint model model-mutants bench fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
 ## demo: run the whole pipeline on a local moto_server and print the report
-demo:
+## (installs moto_server and the SAM translator first when they are missing)
+demo: setup-demo
 	$(GO) run ./cmd/sqs-once-local $(DEMO_FLAGS)
 
-## test: the tools, lint, the lock protocol's model and its mutants, then every
-## test with the race detector: the hermetic ones (plain `go test ./...` runs
-## only those, and needs only Go) and those tagged integration (moto_server,
-## dynalite, spin, cfn-lint, tmux)
-test: check-tools lint model model-mutants unit
+## test: the tools (setup installs what is missing), lint, the lock protocol's
+## model and its mutants, then every test with the race detector: the hermetic
+## ones (plain `go test ./...` runs only those, and needs only Go) and those
+## tagged integration (moto_server, dynalite, spin, cfn-lint, tmux, the AWS CLI)
+test: setup lint model model-mutants unit
 
 unit:
 	$(GO) test -race -count=1 -tags integration ./...
@@ -40,22 +54,21 @@ unit:
 	@# sqsoncetest's store, no AWS.
 	cd examples/orders && $(GO) test -race -count=1 ./...
 
-## check-tools: fails, with the command that installs each one, when a tool
-## that `make test` needs is missing
+## setup: installs what `make test` (and `make demo`) needs and the machine
+## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc and
+## tmux (apt-get, as root; otherwise it prints the sudo line), dynalite into
+## .tools (npm); says once what only you can install (Node.js)
+setup:
+	@$(SETUP) -for test $(SETUP_FLAGS)
+
+## setup-demo: setup for `make demo` alone (moto_server, the SAM translator)
+setup-demo:
+	@$(SETUP) -for demo $(SETUP_FLAGS)
+
+## check-tools: installs nothing; fails, printing what setup would install and
+## what to run, when a tool `make test` needs is missing
 check-tools:
-	@missing=0; \
-	need() { echo "missing: $$1; install it with: $$2" >&2; missing=1; }; \
-	command -v moto_server >/dev/null || need moto_server "pip install 'moto[server]'"; \
-	command -v cfn-lint >/dev/null || need cfn-lint "pip install cfn-lint"; \
-	if ! command -v python3 >/dev/null; then need python3 "apt-get install -y python3"; \
-	elif ! python3 -c 'import samtranslator' 2>/dev/null; then need "python3's samtranslator" "pip install aws-sam-translator"; fi; \
-	command -v spin >/dev/null || need spin "apt-get install -y spin"; \
-	command -v gcc >/dev/null || need gcc "apt-get install -y gcc"; \
-	command -v tmux >/dev/null || need tmux "apt-get install -y tmux"; \
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then need "node and npm" "Node.js 20 or later, with npm (https://nodejs.org)"; \
-	elif [ "$(DYNALITE_INSTALLED)" != "$(DYNALITE_VERSION)" ]; then \
-	  need "dynalite $(DYNALITE_VERSION) in .tools" "$(DYNALITE_INSTALL)  (or: make install-dynalite)"; fi; \
-	exit $$missing
+	@$(SETUP) -for test -dry-run $(SETUP_FLAGS)
 
 ## install-dynalite: dynalite, at the pinned version, into .tools, unless it
 ## is there (needs Node.js 20 or later, with npm)
@@ -67,7 +80,7 @@ lint:
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags integration ./...
-	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: pip install cfn-lint aws-sam-translator" >&2; exit 1; }
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: make setup installs it into .venv" >&2; exit 1; }
 	cfn-lint template.yaml
 
 ## model: spin's exhaustive search of the lock protocol's Promela model (internal/dedupe/model);
@@ -85,6 +98,26 @@ bench:
 	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./sqsonce/...
 	$(MAKE) --no-print-directory build-ProcessorFunction ARTIFACTS_DIR=$(BIN_DIR)/processor
 	@wc -c < $(BIN_DIR)/processor/bootstrap | awk '{printf "processor bootstrap (linux/arm64, stripped): %.1f MB\n", $$1/1e6}'
+
+## fuzz: each fuzz target of the parsers of outside input for FUZZTIME (go
+## test -fuzz takes one target per run); a failing input is written to the
+## package's testdata/fuzz/<target>, where plain `go test` runs it from then on
+FUZZTIME ?= 30s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzz
+fuzz:
+	$(FUZZ) '^FuzzKeyFromBody$$' ./sqsonce
+	$(FUZZ) '^FuzzParseKeySource$$' ./sqsonce
+	$(FUZZ) '^FuzzConfigFromEnv$$' ./sqsonce
+	$(FUZZ) '^FuzzLambdaBatchResponse$$' ./sqsonce/target
+	$(FUZZ) '^FuzzTargetFromEnv$$' ./sqsonce/target
+	$(FUZZ) '^FuzzRecordAttributes$$' ./internal/sqsmsg
+	$(FUZZ) '^FuzzSameQueue$$' ./internal/sqsmsg
+	$(FUZZ) '^FuzzNewEvent$$' ./internal/local/localesm
+	$(FUZZ) '^FuzzReplayDecide$$' ./internal/replay
+	$(FUZZ) '^FuzzLoadConfig$$' ./internal/replay
+	$(FUZZ) '^FuzzEMF$$' ./internal/metrics
+	$(FUZZ) '^FuzzParse$$' ./internal/metrics
+	$(FUZZ) '^FuzzReader$$' ./internal/envconfig
 
 ## build: both Lambda binaries, linux/arm64, as bin/<function>/bootstrap
 build:

@@ -18,8 +18,12 @@ import (
 	"time"
 )
 
-// InstallHint is what a user must do when moto_server is not on PATH.
-const InstallHint = "moto_server (moto 5) is not on PATH: install it with `pip install 'moto[server]'` (or `pipx install 'moto[server]'`) and make sure its bin directory is on PATH"
+// InstallHint is what a user must do when moto_server is not on PATH: the
+// module's setup step installs it, at the version CI runs, where the
+// Makefile's recipes find it.
+const InstallHint = "moto_server (moto 5) is not on PATH: make setup-demo (for the demo) or make setup (for the tests) " +
+	"installs it into .venv from requirements-dev.txt; make demo and make test run that step themselves and put .venv/bin on PATH " +
+	"(without make: python3 -m pip install -r requirements-dev.txt)"
 
 // Region is the region every local client uses; moto keeps resources per region.
 const Region = "us-east-1"
@@ -36,12 +40,23 @@ type Server struct {
 	stopOnce sync.Once
 }
 
+// Find returns the path of moto_server, or ErrNotInstalled. A caller that
+// starts several servers at once asks first, so that a missing moto_server
+// is reported once rather than by each Start.
+func Find() (string, error) {
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		return "", ErrNotInstalled
+	}
+	return bin, nil
+}
+
 // Start launches moto_server on a free loopback port and waits until it answers.
 // The process is stopped by Stop; ctx bounds only the start-up.
 func Start(ctx context.Context) (*Server, error) {
-	bin, err := exec.LookPath("moto_server")
+	bin, err := Find()
 	if err != nil {
-		return nil, ErrNotInstalled
+		return nil, err
 	}
 	var lastErr error
 	// Another process may take the free port between our probe and moto's bind;

@@ -11,8 +11,11 @@ import (
 func TestStartWithoutMotoServerSaysHowToInstallIt(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := Start(context.Background())
-	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "pip install 'moto[server]'") {
-		t.Errorf("Start() error = %v, want ErrNotInstalled with the install command", err)
+	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "requirements-dev.txt") {
+		t.Errorf("Start() error = %v, want ErrNotInstalled with the make target and the requirements file", err)
+	}
+	if _, err := Find(); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Find() error = %v, want ErrNotInstalled", err)
 	}
 }
 

@@ -23,7 +23,7 @@ type pythonRun struct {
 func newPythonRun(t *testing.T) *pythonRun {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Fatal("python3 is not on PATH: apt-get install -y python3 python3-pip && pip install 'moto[server]'")
+		t.Fatal("python3 is not on PATH: make setup installs it (as root) or prints the command that does")
 	}
 	dir := t.TempDir()
 	if err := motoserver.WritePatches(dir); err != nil {
@@ -50,7 +50,7 @@ func (r *pythonRun) run(script string, patched bool) string {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("python3 %s: %v\n%s\n(moto must be importable by python3: pip install 'moto[server]')", script, err, stderr.String())
+		t.Fatalf("python3 %s: %v\n%s\n(moto must be importable by python3: make setup installs it into .venv, which make puts first on PATH)", script, err, stderr.String())
 	}
 	return strings.TrimSpace(out.String())
 }

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Goal is the make target the machine is set up for: each needs its own
+// tools, and `make demo` should not wait for what only the tests use.
+type Goal string
+
+const (
+	// Demo is `make demo`: moto_server, and python3 with the SAM translator
+	// (the demo translates template.yaml).
+	Demo Goal = "demo"
+	// Test is `make test`: the Python tools, spin and gcc (the lock
+	// protocol's model), tmux (the CLI's terminal tests), Node.js and the
+	// pinned dynalite.
+	Test Goal = "test"
+)
+
+// Facts is what the probe found on this machine: the whole input of
+// NewPlan, so that the decisions can be tested without the machine.
+type Facts struct {
+	Root     bool            // running as root: apt-get may run
+	Commands map[string]bool // commands found on PATH, with .venv/bin first
+	Python   *Python         // what python3 answered; nil when there is none
+	Venv     bool            // .venv/bin/python exists
+	Dynalite string          // dynalite's version in .tools; "" when none
+}
+
+// Python is what python3 reports about itself.
+type Python struct {
+	Major, Minor int
+	// Ensurepip: python3 -m venv can put pip into a new environment
+	// (Debian and Ubuntu leave it out unless python3-venv is installed).
+	Ensurepip bool
+	// Packages maps the distributions asked about (lower case) to their
+	// installed versions; one that is not installed has no entry.
+	Packages map[string]string
+}
+
+// Pins are the versions the project installs.
+type Pins struct {
+	Requirements string            // the requirements file, relative to the module's root
+	Python       map[string]string // from Requirements: lower-case distribution name to its pinned version
+	Dynalite     string            // the Makefile's DYNALITE_VERSION
+}
+
+// Options are the choices the caller makes rather than the machine.
+type Options struct {
+	// Pip allows installing the Python tools with pip into .venv; without
+	// it (CI, whose image carries the tools) a missing one is reported.
+	Pip bool
+}
+
+// Step is something setup runs: the commands, in the module's root, that
+// install For.
+type Step struct {
+	For  string
+	Cmds [][]string
+}
+
+// Manual is something only the user can do: Do is the exact command, or
+// what to install where no command fits every machine.
+type Manual struct {
+	For string
+	Do  string
+}
+
+// Plan is what setup does for Goal: Steps in order, then one message
+// with the Manual ones. An empty plan is the fast path: nothing to do.
+type Plan struct {
+	Goal   Goal
+	Steps  []Step
+	Manual []Manual
+}
+
+// Empty reports whether the machine has everything Goal needs.
+func (p Plan) Empty() bool { return len(p.Steps) == 0 && len(p.Manual) == 0 }
+
+// Venv is the virtual environment the Python tools go into, relative to the
+// module's root; the Makefile puts its bin directory first on PATH.
+const Venv = ".venv"
+
+// NodeHint is how to get Node.js: distributions package versions older
+// than dynalite 4 needs, so there is no one command for it.
+const NodeHint = "install Node.js 20 or later, with npm (https://nodejs.org/en/download)"
+
+// minPython is the oldest python3 the tests run with: they read
+// samconfig.toml with tomllib, new in 3.11.
+var minPython = [2]int{3, 11}
+
+// pythonNeed is a distribution python3 must have (Dist, lower case), named
+// in messages as What.
+type pythonNeed struct{ Dist, What string }
+
+// needs lists what goal needs: commands on PATH that pip installs, and
+// distributions python3 must have.
+func needs(goal Goal) (commands []string, dists []pythonNeed) {
+	commands = []string{"moto_server"}
+	dists = []pythonNeed{
+		{"aws-sam-translator", "python3's samtranslator"},
+		{"pyyaml", "python3's yaml"},
+	}
+	if goal == Test {
+		// aws: the table's docs test runs docs/table.md's commands.
+		commands = append(commands, "cfn-lint", "aws")
+		dists = append(dists, pythonNeed{"moto", "python3's moto"}, pythonNeed{"cfn-lint", "python3's cfn-lint"})
+	}
+	return commands, dists
+}
+
+// aptTools are the commands `make test` needs that apt-get installs, under
+// packages of the same name.
+var aptTools = []string{"spin", "gcc", "tmux"}
+
+// NewPlan decides what to install for goal on a machine with facts f.
+func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
+	p := Plan{Goal: goal}
+	var aptPkgs, aptFor []string
+	addApt := func(what string, pkgs ...string) {
+		aptFor = append(aptFor, what)
+		for _, pkg := range pkgs {
+			if !slices.Contains(aptPkgs, pkg) {
+				aptPkgs = append(aptPkgs, pkg)
+			}
+		}
+	}
+	// python3 itself is the system's (apt-get); the tools go with pip into
+	// a venv of the module's, never into the system's python3, which Debian
+	// and Ubuntu refuse (PEP 668) and which other projects share.
+	py := f.Python
+	if py == nil {
+		addApt("python3", "python3", "python3-venv")
+	} else if goal == Test && (py.Major < minPython[0] || py.Major == minPython[0] && py.Minor < minPython[1]) {
+		p.Manual = append(p.Manual, Manual{
+			For: fmt.Sprintf("python3 %d.%d", py.Major, py.Minor),
+			Do:  fmt.Sprintf("install Python %d.%d or newer as python3 (the tests read samconfig.toml with tomllib)", minPython[0], minPython[1]),
+		})
+	}
+
+	pyMissing := missingPythonTools(goal, f, pins)
+	// The venv's steps need apt's python3-venv first when python3 cannot
+	// make one with pip; they wait for it when only the user can run apt.
+	var venvSteps [][]string
+	needAptForVenv := false
+	if len(pyMissing) > 0 {
+		install := []string{Venv + "/bin/python", "-m", "pip", "install", "-r", pins.Requirements}
+		create := []string{"python3", "-m", "venv", Venv}
+		switch {
+		case !opts.Pip:
+			do := strings.Join(install, " ")
+			if !f.Venv {
+				do = strings.Join(create, " ") + " && " + do
+			}
+			p.Manual = append(p.Manual, Manual{For: strings.Join(pyMissing, ", "), Do: do})
+		case f.Venv:
+			venvSteps = [][]string{install}
+		default:
+			if py == nil || !py.Ensurepip {
+				addApt("python3's venv", "python3-venv")
+				needAptForVenv = true
+			}
+			venvSteps = [][]string{create, install}
+		}
+	}
+
+	if goal == Test {
+		for _, tool := range aptTools {
+			if !f.Commands[tool] {
+				addApt(tool, tool)
+			}
+		}
+	}
+
+	aptRuns := len(aptPkgs) > 0 && f.Root && f.Commands["apt-get"]
+	if len(aptPkgs) > 0 {
+		what := strings.Join(aptFor, ", ")
+		pkgs := strings.Join(aptPkgs, " ")
+		switch {
+		case aptRuns:
+			p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{
+				{"apt-get", "update"},
+				append([]string{"apt-get", "install", "-y"}, aptPkgs...),
+			}})
+		case f.Commands["apt-get"] && f.Commands["sudo"]:
+			p.Manual = append(p.Manual, Manual{For: what, Do: "sudo apt-get update && sudo apt-get install -y " + pkgs})
+		case f.Commands["apt-get"]:
+			p.Manual = append(p.Manual, Manual{For: what, Do: "as root: apt-get update && apt-get install -y " + pkgs})
+		default:
+			p.Manual = append(p.Manual, Manual{For: what, Do: "install " + pkgs + " with the system's package manager"})
+		}
+	}
+	if len(venvSteps) > 0 {
+		what := strings.Join(pyMissing, ", ") + " (into " + Venv + ", from " + pins.Requirements + ")"
+		if needAptForVenv && !aptRuns {
+			// The apt line above comes first; the next run of make does this.
+			p.Manual = append(p.Manual, Manual{For: what, Do: "make " + string(goal) + " installs them once python3-venv is there"})
+		} else {
+			p.Steps = append(p.Steps, Step{For: what, Cmds: venvSteps})
+		}
+	}
+
+	if goal == Test {
+		switch {
+		case !f.Commands["node"] || !f.Commands["npm"]:
+			p.Manual = append(p.Manual, Manual{For: "node and npm (then make test installs dynalite " + pins.Dynalite + ")", Do: NodeHint})
+		case f.Dynalite != pins.Dynalite:
+			what := "dynalite " + pins.Dynalite + " (into .tools)"
+			if f.Dynalite != "" {
+				what += ", replacing " + f.Dynalite
+			}
+			p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynaliteInstall(pins.Dynalite)}})
+		}
+	}
+	return p
+}
+
+// DynaliteInstall is the command that installs dynalite version into .tools,
+// where internal/local/dynalite looks for it.
+func DynaliteInstall(version string) []string {
+	return []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", "dynalite@" + version}
+}
+
+// missingPythonTools names what pip would install for goal: a command not
+// on PATH, a distribution python3 lacks or has at another major version
+// than the pin's.
+func missingPythonTools(goal Goal, f Facts, pins Pins) []string {
+	commands, dists := needs(goal)
+	var missing []string
+	for _, c := range commands {
+		if !f.Commands[c] {
+			missing = append(missing, c)
+		}
+	}
+	for _, d := range dists {
+		var got string
+		ok := false
+		if f.Python != nil {
+			got, ok = f.Python.Packages[d.Dist]
+		}
+		pin := pins.Python[d.Dist]
+		switch {
+		case !ok:
+			missing = append(missing, d.What)
+		case pin != "" && major(got) != major(pin):
+			missing = append(missing, fmt.Sprintf("%s %s (found %s)", d.What, pin, got))
+		}
+	}
+	return missing
+}
+
+func major(version string) string {
+	m, _, _ := strings.Cut(version, ".")
+	return m
+}
+
+// Render writes the plan: with dryRun what setup would run, otherwise
+// nothing about the steps (Run announces each as it starts). The manual
+// part is one message either way. An empty plan writes nothing.
+func (p Plan) Render(w io.Writer, dryRun bool) {
+	if dryRun && len(p.Steps) > 0 {
+		fmt.Fprintf(w, "setup (make %s) would install:\n", p.Goal)
+		for _, s := range p.Steps {
+			fmt.Fprintf(w, "  %s:\n", s.For)
+			for _, c := range s.Cmds {
+				fmt.Fprintf(w, "    %s\n", shellLine(c))
+			}
+		}
+	}
+	p.renderManual(w)
+}
+
+func (p Plan) renderManual(w io.Writer) {
+	if len(p.Manual) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "setup (make %s): missing what only you can install; do this, then run make %s again:\n", p.Goal, p.Goal)
+	for _, m := range p.Manual {
+		fmt.Fprintf(w, "  %s: %s\n", m.For, m.Do)
+	}
+}
+
+// shellLine is c as one would type it; no argument setup builds needs
+// quoting but a path with a space.
+func shellLine(c []string) string {
+	q := make([]string, len(c))
+	for i, a := range c {
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
