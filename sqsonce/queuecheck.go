@@ -93,7 +93,7 @@ func (p *Processor) checkQueue(ctx context.Context) {
 			p.maxReceives.Store(n)
 		}
 		if w := queueWarnings(out.Attributes, timeout); len(w) > 0 {
-			p.log.WarnContext(ctx, "the consumed queue's settings are unsafe for this function; see the README's \"Install on queues you already have\"",
+			p.log.WarnContext(ctx, "the consumed queue's settings are unsafe for this function; see docs/migration.md",
 				"queueUrl", p.cfg.QueueURL, "problems", w)
 		}
 	})

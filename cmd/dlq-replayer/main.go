@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	lambdamain.Run(replay.LoadConfig, func(cfg replay.Config, awsCfg aws.Config) (any, error) {
+	lambdamain.Run("dlq-replayer", replay.LoadConfig, func(cfg replay.Config, awsCfg aws.Config) (any, error) {
 		// CloudWatch Logs extracts the metrics from the function's output.
 		return replay.NewHandlerWith(cfg, awsCfg, replay.Deps{Metrics: os.Stdout}).Handle, nil
 	})

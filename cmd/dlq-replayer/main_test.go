@@ -18,3 +18,10 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 	t.Parallel()
 	lambdamaintest.CheckBadConfig(t, []string{"MAX_DELAY=1800"}, "MAIN_QUEUE_URL", "OPERATOR_QUEUE_URL", "MAX_DELAY")
 }
+
+// Every execution environment's log opens with the release it runs, even
+// when its configuration then stops it.
+func TestStartUpLineNamesTheVersion(t *testing.T) {
+	t.Parallel()
+	lambdamaintest.CheckStartLine(t, nil, "dlq-replayer")
+}

@@ -14,9 +14,9 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/sqs-once/sqs-once/internal/lambdamain"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
@@ -26,7 +26,7 @@ import (
 const exitBadConfig = 2
 
 func main() {
-	slog.SetDefault(lambdacontext.NewLogger())
+	lambdamain.Start("processor")
 	p, err := newProcessor(context.Background(), os.LookupEnv)
 	if err != nil {
 		slog.Error("invalid configuration", "error", err)

@@ -20,6 +20,13 @@ func TestBadConfigurationStopsStartUp(t *testing.T) {
 		"IDEMPOTENCY_TABLE", "KEY_PREFIX", "IDEMPOTENCY_KEY", "IN_PROGRESS", "TARGET")
 }
 
+// Every execution environment's log opens with the release it runs, even
+// when its configuration then stops it.
+func TestStartUpLineNamesTheVersion(t *testing.T) {
+	t.Parallel()
+	lambdamaintest.CheckStartLine(t, nil, "processor")
+}
+
 // A lambda target naming the processor's own function would invoke it for
 // ever: start-up refuses it, by name, alias or ARN, naming TARGET.
 func TestTargetThatIsItselfStopsStartUp(t *testing.T) {

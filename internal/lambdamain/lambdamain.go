@@ -1,6 +1,7 @@
 // Package lambdamain is the start-up both Lambda functions share: logs through
-// lambdacontext (JSON, with the request id), configuration read and checked
-// before the first event, SDK configuration loaded once.
+// lambdacontext (JSON, with the request id) opened by a line naming the
+// release, configuration read and checked before the first event, SDK
+// configuration loaded once.
 package lambdamain
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/version"
 )
 
 // Exit statuses of a start-up that fails.
@@ -22,12 +24,23 @@ const (
 	ExitNoAWS     = 1
 )
 
-// Run loads the function's configuration from the environment, builds its
-// handler and hands it to lambda.Start. A bad configuration ends the process
-// in the init phase with every bad variable named, so Lambda reports an init
-// error and no event is ever handled with it.
-func Run[C any](load func(envconfig.Lookup) (C, error), handler func(C, aws.Config) (any, error)) {
+// Start makes the function's logs Lambda's JSON lines with the request id,
+// and logs "sqs-once <function> starting" with the release: once per
+// execution environment, in its init phase, before anything that can fail,
+// so every log group says which version wrote it (at INFO: the template's
+// LogLevel WARN or ERROR leaves it out).
+func Start(function string) {
 	slog.SetDefault(lambdacontext.NewLogger())
+	slog.Info("sqs-once "+function+" starting", "version", version.Version)
+}
+
+// Run starts function (Start), loads its configuration from the
+// environment, builds its handler and hands it to lambda.Start. A bad
+// configuration ends the process in the init phase with every bad variable
+// named, so Lambda reports an init error and no event is ever handled with
+// it.
+func Run[C any](function string, load func(envconfig.Lookup) (C, error), handler func(C, aws.Config) (any, error)) {
+	Start(function)
 	cfg, err := load(os.LookupEnv)
 	if err != nil {
 		slog.Error("invalid configuration", "error", err)

@@ -44,10 +44,21 @@ type FunctionAPI interface {
 	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, optFns ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
 }
 
+// MappingAPI is the part of the Lambda client preflight and cutover use:
+// the functions' timeouts and environment, and the event source mappings
+// on the queue.
+type MappingAPI interface {
+	FunctionAPI
+	ListEventSourceMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput, optFns ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error)
+	GetEventSourceMapping(ctx context.Context, in *lambda.GetEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.GetEventSourceMappingOutput, error)
+	UpdateEventSourceMapping(ctx context.Context, in *lambda.UpdateEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
+}
+
 var (
 	_ SQSAPI      = (*sqs.Client)(nil)
 	_ DynamoAPI   = (*dynamodb.Client)(nil)
 	_ MetricsAPI  = (*cloudwatch.Client)(nil)
 	_ StackAPI    = (*cloudformation.Client)(nil)
 	_ FunctionAPI = (*lambda.Client)(nil)
+	_ MappingAPI  = (*lambda.Client)(nil)
 )

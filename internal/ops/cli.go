@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sqs-once/sqs-once/internal/version"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
@@ -71,6 +73,9 @@ type cli struct {
 	json    bool
 	targets Targets
 	cfg     aws.Config
+	// used names the table and queues the command called, for the line
+	// that says where a not-found or AWS error happened.
+	used []string
 }
 
 // Main runs the sqs-once command line with args (without the program name)
@@ -105,6 +110,9 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	// else comes from cobra's or pflag's parsing of the command line.
 	var re runError
 	if errors.As(err, &re) && !errors.Is(err, ErrUsage) {
+		if where := c.where(err); where != "" {
+			fmt.Fprintln(io.Stderr, "sqs-once:", where)
+		}
 		return ExitCode(err)
 	}
 	fmt.Fprintln(io.Stderr, "Run 'sqs-once --help' or 'sqs-once COMMAND --help' for usage.")
@@ -119,8 +127,11 @@ func (e runError) Unwrap() error { return e.error }
 func (c *cli) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sqs-once",
-		Short: "Operate an sqs-once stack: queues, idempotency records, redrive",
-		Long: `sqs-once inspects and repairs a deployed sqs-once stack.
+		Short: "Operate an sqs-once stack: queues, idempotency records, redrive, cutover",
+		// --version prints the release, the template's SemanticVersion.
+		Version: version.Version,
+		Long: `sqs-once inspects and repairs a deployed sqs-once stack, and moves a
+queue's consumer behind one (preflight, cutover).
 
 It finds the queues and the idempotency table from the stack's CloudFormation
 outputs (--stack), or from explicit flags, and uses the AWS CLI's
@@ -130,15 +141,19 @@ the instance role.
 
 Exit codes: 0 done; 1 an AWS call or something unexpected failed; 2 bad
 usage; 3 refused (a live lock without --force, a record in another state or
-changed since it was read, a question not confirmed); 4 no such key, queue or
-table; 5 a redrive left messages behind (failed or interrupted).
+changed since it was read, a question not confirmed, a cutover whose
+preflight fails); 4 no such key, queue, table, stack or function; 5 a
+redrive or cutover left work undone (failed or interrupted); 6 a preflight
+check failed.
 --json prints one JSON document on stdout for scripts.`,
 		Example: `  sqs-once status --stack orders
   sqs-once status --stack orders --locks
   sqs-once inspect --stack orders order-42
   sqs-once release --stack orders --force order-42
   sqs-once peek --stack orders operator
-  sqs-once redrive --stack orders --from operator --to main --reason max-attempts --dry-run`,
+  sqs-once redrive --stack orders --from operator --to main --reason max-attempts --dry-run
+  sqs-once preflight --stack orders
+  sqs-once cutover --stack orders`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Flags anywhere, the key last: sqs-once release --stack orders --force KEY.
@@ -155,7 +170,7 @@ table; 5 a redrive left messages behind (failed or interrupted).
 	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
 	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
 	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
-	root.AddCommand(c.statusCmd(), c.inspectCmd(), c.releaseCmd(), c.forgetCmd(), c.peekCmd(), c.redriveCmd())
+	root.AddCommand(c.statusCmd(), c.inspectCmd(), c.releaseCmd(), c.forgetCmd(), c.peekCmd(), c.redriveCmd(), c.preflightCmd(), c.cutoverCmd())
 	return root
 }
 
@@ -171,7 +186,11 @@ func (c *cli) setup(ctx context.Context) error {
 	if err != nil {
 		return runError{fmt.Errorf("load AWS configuration: %w: %w", ErrAWS, err)}
 	}
+	if cfg.Region == "" {
+		return fmt.Errorf("%w: no AWS region: give --region, set AWS_REGION, or set a region in the profile", ErrUsage)
+	}
 	c.cfg = cfg
+	c.flags.Region = cfg.Region
 	t, err := Resolve(ctx, cloudformation.NewFromConfig(cfg), lambda.NewFromConfig(cfg), c.flags)
 	if err != nil {
 		return runError{err}
@@ -189,7 +208,48 @@ func (c *cli) records() (*Records, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.use("table " + table)
 	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, Region: c.cfg.Region, Now: c.io.Now}, nil
+}
+
+// use records that the command calls on what: where says so if it fails.
+func (c *cli) use(what string) {
+	if !slices.Contains(c.used, what) {
+		c.used = append(c.used, what)
+	}
+}
+
+// where says where a not-found or AWS error happened: the region, profile
+// and stack the command looked in, and the table and queues it called. A
+// wrong region or account is the usual cause of a "not found", and an
+// access error is about the credentials' permissions there.
+func (c *cli) where(err error) string {
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAWS) {
+		return ""
+	}
+	region := c.cfg.Region
+	if region == "" {
+		region = c.region
+	}
+	parts := []string{"region " + region}
+	if region == "" {
+		parts = []string{"no region"}
+	}
+	if c.profile != "" {
+		parts = append(parts, "profile "+c.profile)
+	}
+	if c.flags.Stack != "" {
+		parts = append(parts, "stack "+c.flags.Stack)
+	}
+	parts = append(parts, c.used...)
+	at := strings.Join(parts, ", ")
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "looked in " + at + ". If it is elsewhere, give --region and --profile (or set AWS_REGION and AWS_PROFILE)."
+	case accessDenied(err):
+		return "refused in " + at + ": the credentials in use lack the permission the error names, or are not valid there."
+	}
+	return "the failed call was made in " + at + "."
 }
 
 func (c *cli) queues() *Queues {

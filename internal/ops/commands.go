@@ -45,6 +45,7 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			if u == "" {
 				continue
 			}
+			c.use("queue " + QueueName(u))
 			st, err := q.Status(ctx, name, u)
 			if err != nil {
 				return err
@@ -66,7 +67,7 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			found, err := recs.Locks(ctx, func(scanned, n int) {
 				rep.Scanned = scanned
 				if bar != nil {
-					bar.set(int64(scanned), fmt.Sprintf("%d items scanned, %d locks", scanned, n))
+					bar.set(int64(scanned), count(scanned, "item", "items")+" scanned, "+count(n, "lock", "locks"))
 				}
 			})
 			if bar != nil {
@@ -111,7 +112,7 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			}
 		}
 		if locks {
-			fmt.Fprintf(w, "\n%d PROCESSING records under %s# (%d items scanned)\n", len(rep.Locks), c.targets.KeyPrefix, rep.Scanned)
+			fmt.Fprintf(w, "\n%s under %s# (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, count(rep.Scanned, "item", "items"))
 			if len(rep.Locks) > 0 {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "key\tfence\towner\tlock")
@@ -124,6 +125,15 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		return nil
 	})
 	return cmd
+}
+
+// queue resolves a queue argument (Targets.Queue) and records its use.
+func (c *cli) queue(name string) (string, error) {
+	u, err := c.targets.Queue(name)
+	if err == nil {
+		c.use("queue " + QueueName(u))
+	}
+	return u, err
 }
 
 func (c *cli) printTargets() {
@@ -160,11 +170,11 @@ func describe(r Record, now time.Time) [][2]string {
 		if r.Live {
 			status = "PROCESSING: a processor holds the lock and may be running the handler right now"
 		} else {
-			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or `release` frees it now"
+			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or sqs-once release frees it now"
 		}
 	case sqsonce.StatusCompleted:
 		if r.Remaining > 0 {
-			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (`forget` lets it run again)"
+			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (sqs-once forget lets it run again)"
 		} else {
 			status = "COMPLETED, window ended: the next message with this key runs the handler again"
 		}
@@ -341,7 +351,7 @@ take a message while you look.`,
 		if n < 1 {
 			return fmt.Errorf("%w: --max must be at least 1", ErrUsage)
 		}
-		u, err := c.targets.Queue(args[0])
+		u, err := c.queue(args[0])
 		if err != nil {
 			return err
 		}
@@ -364,12 +374,12 @@ take a message while you look.`,
 func (c *cli) printMessages(queue string, msgs []Message, body bool) {
 	w := c.io.Stdout
 	now := c.io.Now()
-	fmt.Fprintf(w, "%d messages from %s (made visible again)\n", len(msgs), queue)
+	fmt.Fprintf(w, "%s from %s (made visible again)\n", count(len(msgs), "message", "messages"), queue)
 	for i, m := range msgs {
 		fmt.Fprintf(w, "\n#%d  %s\n", i+1, m.MessageID)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		if m.SentAt != nil {
-			fmt.Fprintf(tw, "  sent\t%s (%s), received %d times\n", stamp(*m.SentAt), ago(*m.SentAt, now), m.ReceiveCount)
+			fmt.Fprintf(tw, "  sent\t%s (%s), received %s\n", stamp(*m.SentAt), ago(*m.SentAt, now), count(m.ReceiveCount, "time", "times"))
 		}
 		if m.Reason != "" {
 			fmt.Fprintf(tw, "  reason\t%s\n", m.Reason)

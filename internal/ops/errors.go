@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -28,18 +29,23 @@ var (
 	// network). Nothing is known to have changed unless the message says so.
 	ErrAWS = errors.New("AWS call failed")
 	// ErrIncomplete: a redrive ended with messages it could not move, or was
-	// interrupted; the summary says which and why.
+	// interrupted; the summary says which and why. A cutover that stopped
+	// between two mappings.
 	ErrIncomplete = errors.New("incomplete")
+	// ErrCheckFailed: a preflight check failed; its output says what to
+	// change.
+	ErrCheckFailed = errors.New("preflight check failed")
 )
 
 // Exit codes, for scripts.
 const (
-	ExitOK         = 0
-	ExitError      = 1 // ErrAWS or anything unexpected
-	ExitUsage      = 2
-	ExitRefused    = 3 // ErrRefused, ErrChanged, ErrDeclined
-	ExitNotFound   = 4
-	ExitIncomplete = 5 // a redrive that left messages behind
+	ExitOK          = 0
+	ExitError       = 1 // ErrAWS or anything unexpected
+	ExitUsage       = 2
+	ExitRefused     = 3 // ErrRefused, ErrChanged, ErrDeclined
+	ExitNotFound    = 4
+	ExitIncomplete  = 5 // a redrive that left messages behind, a cutover stopped half-way
+	ExitCheckFailed = 6
 )
 
 // ExitCode is the process exit code for err.
@@ -55,6 +61,8 @@ func ExitCode(err error) int {
 		return ExitNotFound
 	case errors.Is(err, ErrIncomplete):
 		return ExitIncomplete
+	case errors.Is(err, ErrCheckFailed):
+		return ExitCheckFailed
 	}
 	return ExitError
 }
@@ -73,4 +81,19 @@ func awsError(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w: %w", op, ErrAWS, err)
+}
+
+// accessDenied says whether err is AWS refusing the caller: a missing
+// permission, or credentials the account does not accept.
+func accessDenied(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	code := api.ErrorCode()
+	switch code {
+	case "AuthorizationError", "InvalidClientTokenId", "UnrecognizedClientException", "ExpiredToken", "ExpiredTokenException", "SignatureDoesNotMatch", "InvalidSignatureException":
+		return true
+	}
+	return strings.Contains(code, "AccessDenied") || strings.Contains(code, "Unauthorized") || strings.Contains(code, "NotAuthorized")
 }

@@ -12,7 +12,7 @@ import (
 
 func TestHelpHasExamples(t *testing.T) {
 	t.Parallel()
-	for _, command := range []string{"", "status", "inspect", "release", "forget", "peek", "redrive"} {
+	for _, command := range []string{"", "status", "inspect", "release", "forget", "peek", "redrive", "preflight", "cutover"} {
 		args := []string{"--help"}
 		if command != "" {
 			args = []string{command, "--help"}

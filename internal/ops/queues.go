@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,9 +40,12 @@ type QueueStatus struct {
 	AgeNote string `json:"ageNote,omitempty"`
 }
 
-// QueueName is the last segment of a queue URL: the name CloudWatch's
-// QueueName dimension uses.
+// QueueName is the last segment of a queue URL (or of a queue ARN): the
+// name CloudWatch's QueueName dimension uses.
 func QueueName(queueURL string) string {
+	if strings.HasPrefix(queueURL, "arn:") {
+		return queueURL[strings.LastIndex(queueURL, ":")+1:]
+	}
 	if u, err := url.Parse(queueURL); err == nil && u.Path != "" {
 		return path.Base(u.Path)
 	}
@@ -62,7 +66,7 @@ func (q *Queues) Status(ctx context.Context, name, queueURL string) (QueueStatus
 		},
 	})
 	if err != nil {
-		return st, awsError("read "+name+" queue", err)
+		return st, awsError("read "+name+" queue "+QueueName(queueURL), err)
 	}
 	num := func(a sqstypes.QueueAttributeName) int {
 		n, _ := strconv.Atoi(out.Attributes[string(a)])
@@ -213,7 +217,8 @@ func (q *Queues) showAgain(ctx context.Context, queueURL string, handles []strin
 		failed += len(out.Failed)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d messages could not be made visible again; they reappear when their visibility timeout ends: %w", failed, ErrAWS)
+		return fmt.Errorf("%s could not be made visible again in %s; they reappear when their visibility timeout ends: %w",
+			count(failed, "message", "messages"), QueueName(queueURL), ErrAWS)
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 		// store returns it as far as it reads, and describe says what is
 		// wrong with it.
 	case err != nil:
-		return Record{}, awsError("read record "+id, err)
+		return Record{}, awsError("read record "+id+" in "+r.where(), err)
 	}
 	return r.record(key, stored), nil
 }
@@ -162,7 +162,7 @@ func (r *Records) Release(ctx context.Context, key string, force bool) (Record, 
 	if rec.Status != sqsonce.StatusProcessing {
 		hint := "there is no lock to release"
 		if rec.Status == sqsonce.StatusCompleted {
-			hint = "the key is done; `forget` it to let it run again"
+			hint = "the key is done; sqs-once forget lets it run again"
 		}
 		return rec, &StateError{Record: rec, Want: sqsonce.StatusProcessing, Hint: hint}
 	}
@@ -176,7 +176,7 @@ func (r *Records) Release(ctx context.Context, key string, force bool) (Record, 
 	case errors.Is(err, sqsonce.ErrLockLost):
 		return rec, r.changed(ctx, rec)
 	case err != nil:
-		return rec, awsError("release "+rec.RecordID, err)
+		return rec, awsError("release "+rec.RecordID+" in "+r.where(), err)
 	}
 	return rec, nil
 }
@@ -193,7 +193,7 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	if rec.Status != sqsonce.StatusCompleted {
 		hint := "only a completed key can be forgotten"
 		if rec.Status == sqsonce.StatusProcessing {
-			hint = "it is being processed or stuck; see `release`"
+			hint = "it is being processed or stuck; see sqs-once release"
 		}
 		return rec, &StateError{Record: rec, Want: sqsonce.StatusCompleted, Hint: hint}
 	}
@@ -210,7 +210,7 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	case errors.Is(err, sqsonce.ErrRecordChanged):
 		return rec, r.changed(ctx, rec)
 	case err != nil:
-		return rec, awsError("forget "+rec.RecordID, err)
+		return rec, awsError("forget "+rec.RecordID+" in "+r.where(), err)
 	}
 	return rec, nil
 }
@@ -237,7 +237,7 @@ func (r *Records) changed(ctx context.Context, was Record) error {
 func (r *Records) Locks(ctx context.Context, progress func(scanned, found int)) ([]Record, error) {
 	found, err := r.store().Locks(ctx, r.Prefix, progress)
 	if err != nil {
-		return nil, awsError("scan "+r.Table, err)
+		return nil, awsError("scan "+r.where(), err)
 	}
 	locks := make([]Record, 0, len(found))
 	for _, s := range found {

@@ -266,7 +266,7 @@ func TestForgetAsksFirst(t *testing.T) {
 	t.Parallel()
 	e := newRecordsEnv(t)
 	lease := e.acquire(time.Minute)
-	if r := e.run("y\n", "forget", "--stack", e.stack, e.key); r.code != ops.ExitRefused || !strings.Contains(r.stderr, "see `release`") {
+	if r := e.run("y\n", "forget", "--stack", e.stack, e.key); r.code != ops.ExitRefused || !strings.Contains(r.stderr, "see sqs-once release") {
 		t.Errorf("forget of a PROCESSING key: exit %d", r.code)
 	}
 	e.complete(lease, time.Hour)

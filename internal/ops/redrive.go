@@ -173,10 +173,11 @@ func (q *Queues) Redrive(ctx context.Context, opt RedriveOptions) (RedriveSummar
 		return sum, stop
 	}
 	if sum.Failed > 0 || sum.NotDeleted > 0 {
-		return sum, fmt.Errorf("redrive: %d messages not moved, %d moved but not deleted from the source (listed in the summary): %w", sum.Failed, sum.NotDeleted, ErrIncomplete)
+		return sum, fmt.Errorf("redrive: %s not moved, %s moved but not deleted from the source (listed in the summary): %w",
+			count(sum.Failed, "message", "messages"), count(sum.NotDeleted, "message", "messages"), ErrIncomplete)
 	}
 	if sum.Interrupted {
-		return sum, fmt.Errorf("redrive interrupted after moving %d: re-run it to move the rest: %w", sum.Moved, ErrIncomplete)
+		return sum, fmt.Errorf("redrive interrupted after moving %s: re-run it to move the rest: %w", count(sum.Moved, "message", "messages"), ErrIncomplete)
 	}
 	return sum, nil
 }

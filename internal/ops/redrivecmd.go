@@ -25,8 +25,10 @@ only once the main queue (and the --keep-copy queue) accepted it. Copies of
 one original message (same sqs-dlq-original-message-id, as an SDK retry of a
 forward can make) are moved once; the other copies are deleted.
 
---reason moves only messages whose sqs-once-reason is R (max-attempts,
-permanent-error, expired, ...); the others stay where they are. --dry-run
+--reason moves only messages whose sqs-once-reason is R, one of the reasons
+sqs-once writes: attribute-limit, expired, invalid-counter, max-attempts,
+missing-group-id, payload-mismatch, permanent-error, target-refused; the
+others stay where they are. --dry-run
 receives and counts, then makes everything visible again: nothing is sent or
 deleted. It asks for confirmation; --yes skips the question (scripts).
 
@@ -52,7 +54,14 @@ for when the replayer is disabled or its mapping paused.`,
 		Example: `  sqs-once redrive --stack orders --from operator --to main --dry-run
   sqs-once redrive --stack orders --from operator --to main --reason max-attempts --max 100
   sqs-once redrive --stack orders --from operator --to main --keep-copy https://sqs.eu-west-1.amazonaws.com/123456789012/orders-archive --yes`,
-		Args: cobra.NoArgs,
+		// Checked before any AWS call: a reason sqs-once never writes (a
+		// typo) would match no message, move nothing and exit 0.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return err
+			}
+			return checkReason(reason)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "source: operator or dlq (or a queue URL)")
@@ -70,11 +79,11 @@ for when the replayer is disabled or its mapping paused.`,
 		if from == "main" {
 			return fmt.Errorf("%w: --from main would send the main queue to itself or away from the processor; redrive moves from operator or dlq", ErrUsage)
 		}
-		src, err := c.targets.Queue(from)
+		src, err := c.queue(from)
 		if err != nil {
 			return err
 		}
-		dst, err := c.targets.Queue(to)
+		dst, err := c.queue(to)
 		if err != nil {
 			return err
 		}

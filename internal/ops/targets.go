@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/smithy-go"
 )
@@ -23,6 +24,8 @@ type Targets struct {
 	// KeyPrefixFrom says where KeyPrefix came from, for the operator to
 	// judge it: "flag", "processor environment" or "stack default".
 	KeyPrefixFrom string `json:"keyPrefixFrom,omitempty"`
+	// Region is the region of the calls, for messages ("" when unknown).
+	Region string `json:"region,omitempty"`
 }
 
 // The stack's outputs (template.yaml) and the processor's logical id.
@@ -47,23 +50,11 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 	if t.Stack == "" {
 		return t, nil
 	}
-	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(t.Stack)})
+	st, err := describeStack(ctx, cf, t.Stack, t.Region)
 	if err != nil {
-		// CloudFormation says a stack is missing with a ValidationError
-		// whose message says so; there is no error type of its own.
-		var api smithy.APIError
-		if errors.As(err, &api) && api.ErrorCode() == "ValidationError" && strings.Contains(api.ErrorMessage(), "does not exist") {
-			return t, fmt.Errorf("stack %s: %w: %w", t.Stack, ErrNotFound, err)
-		}
-		return t, awsError("describe stack "+t.Stack, err)
+		return t, err
 	}
-	if len(out.Stacks) == 0 {
-		return t, fmt.Errorf("stack %s: %w", t.Stack, ErrNotFound)
-	}
-	outputs := map[string]string{}
-	for _, o := range out.Stacks[0].Outputs {
-		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-	}
+	outputs := stackOutputs(st)
 	fill := func(dst *string, key string) {
 		if *dst == "" {
 			*dst = outputs[key]
@@ -79,32 +70,79 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 	return t, nil
 }
 
+// inRegion is " in region R", or "" when the region is unknown.
+func inRegion(region string) string {
+	if region == "" {
+		return ""
+	}
+	return " in region " + region
+}
+
+// describeStack reads the stack, its outputs and parameters. A stack that
+// does not exist is ErrNotFound, named with the region looked in: the
+// usual cause is the wrong region or account.
+func describeStack(ctx context.Context, cf StackAPI, stack, region string) (cftypes.Stack, error) {
+	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		// CloudFormation says a stack is missing with a ValidationError
+		// whose message says so; there is no error type of its own.
+		var api smithy.APIError
+		if errors.As(err, &api) && api.ErrorCode() == "ValidationError" && strings.Contains(api.ErrorMessage(), "does not exist") {
+			return cftypes.Stack{}, fmt.Errorf("stack %s%s: %w: %w", stack, inRegion(region), ErrNotFound, err)
+		}
+		return cftypes.Stack{}, awsError("describe stack "+stack+inRegion(region), err)
+	}
+	if len(out.Stacks) == 0 {
+		return cftypes.Stack{}, fmt.Errorf("stack %s%s: %w", stack, inRegion(region), ErrNotFound)
+	}
+	return out.Stacks[0], nil
+}
+
+// stackOutputs are the stack's outputs by key.
+func stackOutputs(st cftypes.Stack) map[string]string {
+	outputs := map[string]string{}
+	for _, o := range st.Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	return outputs
+}
+
+// stackResources maps the stack's logical resource ids to their physical
+// ids. ListStackResources rather than DescribeStackResource: moto_server
+// has only the former, and AWS has both.
+func stackResources(ctx context.Context, cf StackAPI, stack string) (map[string]string, error) {
+	ids := map[string]string{}
+	p := cloudformation.NewListStackResourcesPaginator(cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, awsError("list the resources of stack "+stack, err)
+		}
+		for _, r := range page.StackResourceSummaries {
+			if id := aws.ToString(r.LogicalResourceId); id != "" {
+				ids[id] = aws.ToString(r.PhysicalResourceId)
+			}
+		}
+	}
+	return ids, nil
+}
+
 // stackKeyPrefix reads KEY_PREFIX from the processor's environment. Reading
 // it needs lambda:GetFunctionConfiguration, which an operator's role may
 // lack: then it falls back on the template's default, "<stack>-processor",
 // and says so, rather than failing a read-only command.
 func stackKeyPrefix(ctx context.Context, cf StackAPI, fn FunctionAPI, stack string) (prefix, from string) {
 	fallback := stack + "-processor"
-	// ListStackResources rather than DescribeStackResource: moto_server
-	// has only the former, and AWS has both.
-	var physical *string
-	p := cloudformation.NewListStackResourcesPaginator(cf, &cloudformation.ListStackResourcesInput{StackName: aws.String(stack)})
-	for physical == nil && p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fallback, "stack default (processor not readable)"
-		}
-		for _, r := range page.StackResourceSummaries {
-			if aws.ToString(r.LogicalResourceId) == processorLogicalID {
-				physical = r.PhysicalResourceId
-			}
-		}
+	ids, err := stackResources(ctx, cf, stack)
+	if err != nil {
+		return fallback, "stack default (processor not readable)"
 	}
-	if physical == nil {
+	physical, ok := ids[processorLogicalID]
+	if !ok {
 		return fallback, "stack default (no processor in the stack)"
 	}
 	conf, err := fn.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{
-		FunctionName: physical,
+		FunctionName: aws.String(physical),
 	})
 	if err != nil || conf.Environment == nil {
 		return fallback, "stack default (processor not readable)"

@@ -92,6 +92,13 @@ func (tm *tmux) waitFor(what string, match func(string) bool) []string {
 // A bar mid-way: the title, a partly filled bar, the counts and the status.
 var midBar = regexp.MustCompile(`redrive operator -> main\s+([1-9]|[12][0-9])/30\s+\[=*>?-+\]\s+moved \d+, copies 0, skipped 0, failed 0`)
 
+// The spinner's status and the summary, each count with its noun in the
+// number that agrees with it.
+var (
+	scannedLocks      = regexp.MustCompile(`(\b1 item|\b(0|[2-9]|\d\d+) items) scanned, (\b1 lock\b|\b(0|[2-9]|\d\d+) locks)`)
+	processingRecords = regexp.MustCompile(`(\b1 PROCESSING record|\b(0|[2-9]|\d\d+) PROCESSING records) under .* \((1 item|(0|[2-9]|\d\d+) items) scanned\)`)
+)
+
 // TestCLIBinary runs the installed command as a person would: on a
 // terminal (tmux), and through pipes as a script would.
 func TestCLIBinary(t *testing.T) {
@@ -160,11 +167,17 @@ func terminalStatusLocks(t *testing.T, bin string) {
 	final := screens[len(screens)-1]
 	t.Logf("final screen:\n%s", strings.TrimRight(final, "\n"))
 	for _, want := range []string{
-		"scanning " + output(t, "IdempotencyTableName"), "items scanned,", "locks",
-		"queue visible in flight delayed oldest", "PROCESSING records under " + st.Name + "-processor#", "EXIT=0",
+		"scanning " + output(t, "IdempotencyTableName"),
+		"queue visible in flight delayed oldest", " under " + st.Name + "-processor#", "EXIT=0",
 	} {
 		if !strings.Contains(words(final), want) {
 			t.Errorf("the screen does not show %q", want)
+		}
+	}
+	// Counts agree with their nouns: "1 item scanned, 1 lock".
+	for _, re := range []*regexp.Regexp{scannedLocks, processingRecords} {
+		if !re.MatchString(words(final)) {
+			t.Errorf("the screen does not match %s", re)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package templatetest
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +189,73 @@ func TestStringPatternsRefuseWhatTheBinaryRefuses(t *testing.T) {
 		env[envVar] = tt.value
 		if err := loaders[processorID](envconfig.Map(env)); err != nil {
 			t.Errorf("%s=%q: the template accepts it, the processor refuses it: %v", tt.param, tt.value, err)
+		}
+	}
+}
+
+// narrowerThanTheBinary lists the Number parameters whose range is, on
+// purpose, a part of what their variable accepts; the docs' configuration
+// reference gives both ranges. Every other parameter that feeds a variable
+// has exactly the binary's range, so each limit has one source: the code.
+var narrowerThanTheBinary = map[string]string{
+	"MaxAttempts": "MAX_ATTEMPTS takes up to 1000; a stack replays a dead letter at most 100 times",
+	"BackoffRate": "BACKOFF_RATE takes up to 1000; at 10 the default ceiling already reaches MaxDelay by the third replay",
+	"MessageRetentionPeriod": "a queue's retention, 1 hour to 12 days so that the DLQ's 14 days outlast it; " +
+		"it is MAX_MESSAGE_AGE (0 to 1209600) only while MaxMessageAge is 0",
+}
+
+// TestNumberParameterLimitsAreTheBinarysLimits: a value one past either end
+// of a Number parameter's range is one the function refuses, so the
+// template's MinValue and MaxValue state the code's limits rather than a
+// copy of them that can drift (DedupeWindow's maximum once said 365 days
+// where the processor takes 366).
+func TestNumberParameterLimitsAreTheBinarysLimits(t *testing.T) {
+	t.Parallel()
+	tmpl := translatedTemplate(t)
+	res := tmpl.Resources()
+	defaults, err := tmpl.ParameterValues(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range tmpl.Parameters() {
+		if p.Type != "Number" || p.MinValue == nil || p.MaxValue == nil {
+			continue
+		}
+		for fnID, load := range loaders {
+			vars := asMap(asMap(res[fnID].Properties["Environment"])["Variables"])
+			if !refersTo(vars, p.Name) {
+				continue
+			}
+			seen[p.Name] = true
+			starts := func(v float64) bool {
+				values := maps.Clone(defaults)
+				values[p.Name] = num(v)
+				env, err := environment(tmpl, vars, values)
+				if err != nil {
+					t.Fatalf("%s: %v", fnID, err)
+				}
+				env["AWS_LAMBDA_FUNCTION_NAME"] = "sqs-once-" + fnID
+				return load(envconfig.Map(env)) == nil
+			}
+			below, above := starts(*p.MinValue-1), starts(*p.MaxValue+1)
+			if _, narrower := narrowerThanTheBinary[p.Name]; narrower {
+				if !below && !above {
+					t.Errorf("%s: MinValue %s and MaxValue %s are now %s's limits: remove it from narrowerThanTheBinary", p.Name, num(*p.MinValue), num(*p.MaxValue), fnID)
+				}
+				continue
+			}
+			if below {
+				t.Errorf("%s: %s starts with %s, below MinValue %s: lower MinValue to the binary's limit, or list it in narrowerThanTheBinary with the reason (and say so in docs/configuration.md)", p.Name, fnID, num(*p.MinValue-1), num(*p.MinValue))
+			}
+			if above {
+				t.Errorf("%s: %s starts with %s, above MaxValue %s: raise MaxValue to the binary's limit, or list it in narrowerThanTheBinary with the reason (and say so in docs/configuration.md)", p.Name, fnID, num(*p.MaxValue+1), num(*p.MaxValue))
+			}
+		}
+	}
+	for name := range narrowerThanTheBinary {
+		if !seen[name] {
+			t.Errorf("narrowerThanTheBinary names %s, which feeds no function's variable", name)
 		}
 	}
 }

@@ -448,6 +448,11 @@ func TestEventSourceMappings(t *testing.T) {
 				"MaximumBatchingWindowInSeconds": b.values[tt.prefix+"BatchingWindow"],
 				"ScalingConfig":                  map[string]any{"MaximumConcurrency": b.values[tt.prefix+"MaximumConcurrency"]},
 			}
+			if tt.fn == processorID {
+				// ProcessorMappingEnabled: false creates it disabled, for
+				// a cutover (docs/migration.md).
+				want["Enabled"] = b.values["ProcessorMappingEnabled"] == "true"
+			}
 			if !jsonEqual(r.Properties, want) {
 				t.Errorf("%s = %s\nwant %s", id, js(r.Properties), js(want))
 			}

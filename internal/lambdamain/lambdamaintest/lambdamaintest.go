@@ -3,15 +3,18 @@
 package lambdamaintest
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/lambdamain"
 	"github.com/sqs-once/sqs-once/internal/local/lambdaruntime"
+	"github.com/sqs-once/sqs-once/internal/version"
 )
 
 // runMainVar asks a test binary to run the function's main instead of its
@@ -93,6 +96,38 @@ func CheckBadConfig(t *testing.T, env []string, names ...string) {
 // of want.
 func CheckStartFails(t *testing.T, env []string, want ...string) {
 	t.Helper()
+	out := startFailing(t, env)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output does not say %q:\n%s", w, out)
+		}
+	}
+}
+
+// CheckStartLine starts the command with env, which must stop start-up
+// (it needs no server then), and with AWS_LAMBDA_LOG_FORMAT=JSON, as the
+// template's LogFormat makes Lambda set it. It asserts that the first line
+// is the JSON log line "sqs-once <function> starting" with the release
+// (version.Version): it comes before anything that can fail.
+func CheckStartLine(t *testing.T, env []string, function string) {
+	t.Helper()
+	out := startFailing(t, append(slices.Clip(env), "AWS_LAMBDA_LOG_FORMAT=JSON"))
+	first, _, _ := strings.Cut(out, "\n")
+	var line struct{ Level, Message, Version string }
+	if err := json.Unmarshal([]byte(first), &line); err != nil {
+		t.Fatalf("first line %q is not a JSON log line: %v; output:\n%s", first, err, out)
+	}
+	want := "sqs-once " + function + " starting"
+	if line.Level != "INFO" || line.Message != want || line.Version != version.Version {
+		t.Errorf("first line %s, want level INFO, message %q and version %q", first, want, version.Version)
+	}
+}
+
+// startFailing runs main in a fresh process with only env (and no instance
+// metadata), asserts that it stops with a bad-configuration exit status,
+// and returns everything it wrote.
+func startFailing(t *testing.T, env []string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append([]string{runMainVar + "=1", "AWS_EC2_METADATA_DISABLED=true"}, env...)
 	out, err := cmd.CombinedOutput()
@@ -100,9 +135,5 @@ func CheckStartFails(t *testing.T, env []string, want ...string) {
 	if !errors.As(err, &exit) || exit.ExitCode() != lambdamain.ExitBadConfig {
 		t.Fatalf("exit %v, want status %d; output:\n%s", err, lambdamain.ExitBadConfig, out)
 	}
-	for _, w := range want {
-		if !strings.Contains(string(out), w) {
-			t.Errorf("output does not say %q:\n%s", w, out)
-		}
-	}
+	return string(out)
 }

@@ -172,7 +172,7 @@ func (s Summary) renderChaos(p printer) {
 	for _, n := range c.Faults {
 		total += n
 	}
-	p("chaos (%s)         %d faults injected into %d AWS calls, and %d keys crashed after their side effect", c.Level, total, c.Calls, c.Crashes)
+	p("chaos (%s)         %s injected into %s, and %s crashed after their side effect", c.Level, count(total, "fault"), count(c.Calls, "AWS call"), count(c.Crashes, "key"))
 	for _, k := range slices.Sorted(maps.Keys(c.Faults)) {
 		var ops []string
 		for _, op := range slices.Sorted(maps.Keys(c.ByOp)) {
@@ -182,7 +182,7 @@ func (s Summary) renderChaos(p printer) {
 		}
 		p("  %-19s %d (%s)", chaosKindName(k), c.Faults[k], strings.Join(ops, ", "))
 	}
-	p("  completion writes   %d keys had a fault injected into their COMPLETED write", c.CompletionFaults)
+	p("  completion writes   %s had a fault injected into their COMPLETED write", count(c.CompletionFaults, "key"))
 }
 
 // chaosKindName says what a fault kind does, for the report.

@@ -79,7 +79,7 @@ func (s *Summary) checkHealthyDeadLettered(w Workload, obs Observed, retriesOver
 	if h.Count == 0 {
 		return
 	}
-	what := fmt.Sprintf("%d messages of %d keys whose handler succeeds went through the dead-letter queue (target 0)", h.Count, h.Keys)
+	what := fmt.Sprintf("%s of %s whose handler succeeds went through the dead-letter queue (target 0)", count(h.Count, "message"), count(h.Keys, "key"))
 	if obs.Chaos == nil && !retriesOverride {
 		h.FailsRun = true
 		sends := make([]string, len(h.Messages))
@@ -168,7 +168,7 @@ func describeReceipt(r Receipt) string {
 // count that did not fail the run is still said where the verdict is read.
 func healthySuffix(s Summary) string {
 	if h := s.HealthyDeadLettered; h != nil && h.Count > 0 && !h.FailsRun {
-		return fmt.Sprintf("; but %d healthy messages went through the dead-letter queue (target 0): a finding, see above", h.Count)
+		return fmt.Sprintf("; but %s went through the dead-letter queue (target 0): a finding, see above", count(h.Count, "healthy message"))
 	}
 	return ""
 }

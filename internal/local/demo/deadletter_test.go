@@ -31,12 +31,13 @@ func (sc *scenario) sendOfKind(kind Kind) Send {
 // is a receive that never reached the processor).
 func (sc *scenario) deadLetter(s Send, id string, answers ...string) {
 	if sc.obs.DeadLetters == nil {
-		sc.obs.DeadLetters, sc.obs.Receipts = map[string][]string{}, map[string][]Receipt{}
+		sc.obs.DeadLetters = map[string][]string{}
 	}
 	sc.obs.DeadLetters[s.ID] = append(sc.obs.DeadLetters[s.ID], id)
 	for n, a := range answers {
 		if a != "" {
 			sc.obs.Receipts[id] = append(sc.obs.Receipts[id], Receipt{Receive: n + 1, RequestID: id + "-" + a, Outcome: a})
+			sc.obs.Deliveries++
 		}
 	}
 }
@@ -71,7 +72,7 @@ func TestSummarizeCountsHealthyDeadLettered(t *testing.T) {
 	if h.Count != 1 || h.Keys != 1 || !h.FailsRun || h.Target != 0 || len(h.Messages) != 1 || len(h.Messages[0].Trips) != 2 || h.Messages[0].Send != healthy.ID {
 		t.Fatalf("healthy dead-lettered %+v, want one send of one key, two trips, failing the run", h)
 	}
-	if s.OK || !strings.Contains(strings.Join(s.Violations, "\n"), "1 messages of 1 keys whose handler succeeds went through the dead-letter queue (target 0), with no fault injected") ||
+	if s.OK || !strings.Contains(strings.Join(s.Violations, "\n"), "1 message of 1 key whose handler succeeds went through the dead-letter queue (target 0), with no fault injected") ||
 		!strings.Contains(strings.Join(s.Violations, "\n"), healthy.ID+" ("+healthy.Key+")") {
 		t.Errorf("OK %v, violations %v: want the run failed, naming %s", s.OK, s.Violations, healthy.ID)
 	}
@@ -121,7 +122,7 @@ func TestHealthyDeadLetteredUnderChaosIsAFinding(t *testing.T) {
 			sc.deadLetter(healthy, "m1", "in-progress", "", "in-progress")
 			s := sc.summarize()
 			h := s.HealthyDeadLettered
-			if !s.OK || h.Count != 1 || h.FailsRun || !strings.Contains(h.Finding, "1 messages of 1 keys whose handler succeeds went through the dead-letter queue (target 0). Not a failed run") {
+			if !s.OK || h.Count != 1 || h.FailsRun || !strings.Contains(h.Finding, "1 message of 1 key whose handler succeeds went through the dead-letter queue (target 0). Not a failed run") {
 				t.Fatalf("OK %v, violations %v, %+v: want an OK run with the finding", s.OK, s.Violations, h)
 			}
 			text := s.Render()
@@ -129,7 +130,7 @@ func TestHealthyDeadLetteredUnderChaosIsAFinding(t *testing.T) {
 				"target 0  [finding, see below]",
 				"finding: " + h.Finding,
 				"receive 1 in-progress, receive 2 never reached the processor, receive 3 in-progress",
-				"nothing lost; but 1 healthy messages went through the dead-letter queue (target 0): a finding, see above",
+				"nothing lost; but 1 healthy message went through the dead-letter queue (target 0): a finding, see above",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("report lacks %q:\n%s", want, text)
@@ -232,8 +233,10 @@ func TestTrackerFollowsMessagesThroughTheDLQ(t *testing.T) {
 	if got := obs.Receipts["m2"]; len(got) != 1 || got[0] != (Receipt{Receive: 1, RequestID: "d", Outcome: outcomeDuplicate, Deleted: true}) {
 		t.Errorf("receipts of m2 %+v", got)
 	}
-	if obs.Outcomes[outcomeInProgress] != 1 || obs.Outcomes[outcomeDuplicate] != 1 || obs.Outcomes["failed"] != 0 || obs.InProgressHidden != 3 {
-		t.Errorf("outcomes %v, hidden %d: want in-progress and duplicate once, failed not counted, 3 hidden", obs.Outcomes, obs.InProgressHidden)
+	r := recordStats(obs.Receipts)
+	if r.InProgress != 1 || r.Duplicate != 1 || r.Failed != 1 || r.TimedOut != 1 || r.Total() != obs.Deliveries || obs.InProgressHidden != 3 {
+		t.Errorf("records %+v of %d deliveries, hidden %d: want in-progress, duplicate, failed (its two lines once) and timed out once each, 3 hidden",
+			r, obs.Deliveries, obs.InProgressHidden)
 	}
 }
 

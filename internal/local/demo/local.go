@@ -243,6 +243,11 @@ func localEndpoint(ctx context.Context, opts Options, progressOut io.Writer) (en
 	if opts.Endpoint != "" {
 		return opts.Endpoint, nil, func() {}, nil
 	}
+	// Asked once here: the servers below start side by side, and each
+	// would report a missing moto_server.
+	if _, err := motoserver.Find(); err != nil {
+		return "", nil, nil, err
+	}
 	fmt.Fprintln(progressOut, "starting moto_server...")
 	var partStop func()
 	partsDone := make(chan error, 1)
@@ -360,15 +365,14 @@ func (r *localRun) queues() []string {
 	return urls
 }
 
-// progress is the progress line's counters: "processed" is the ledger's
-// side effects, or with a target the keys the target queue accepted.
+// progress is the progress line's counters while the run goes on: with a
+// target, "forwarded" is the keys the target queue accepted.
 func (r *localRun) progress(elapsed time.Duration) Progress {
+	p := r.tracker.Progress(r.w, elapsed)
 	if r.target != nil {
-		p := r.tracker.Progress(r.w, r.forwards.AcceptedKeys(), elapsed)
-		p.Forwarding = true
-		return p
+		p.Processed, p.Forwarding = r.forwards.AcceptedKeys(), true
 	}
-	return r.tracker.Progress(r.w, r.ledger.Count(), elapsed)
+	return p
 }
 
 // newReplayer builds the replayer's handler as cmd/dlq-replayer does, with
@@ -470,10 +474,12 @@ func (r *localRun) execute(ctx context.Context, mappings []*localesm.Mapping, pr
 		running.Go(func() { r.consumer.consume(pollCtx) })
 	}
 
-	fmt.Fprintf(progressOut, "sending %d messages for %d keys...\n", len(r.w.Sends), len(r.w.Keys))
+	fmt.Fprintf(progressOut, "sending %s for %s...\n", count(len(r.w.Sends), "message"), count(len(r.w.Keys), "key"))
 	prog := newProgressWriter(progressOut)
+	// On every way out, what follows the progress line starts on a line of
+	// its own.
+	defer prog.Done()
 	waitErr := r.drive(pollCtx, prog)
-	prog.Done()
 	// Crashed invocations hang until released; the mappings wait for them.
 	if r.biz != nil {
 		r.biz.Release()
@@ -499,6 +505,9 @@ func (r *localRun) execute(ctx context.Context, mappings []*localesm.Mapping, pr
 		sum.Violations = append(sum.Violations, waitErr.Error())
 		sum.OK = false
 	}
+	// The last progress line comes after the pipeline stopped, from the
+	// report's own counts: what it says, the report says too.
+	prog.Update(sum.Progress(), time.Now(), true)
 	return sum, nil
 }
 
@@ -608,16 +617,14 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 		case p.Resolved == p.Sent && now.Sub(lastDrainCheck) >= 500*time.Millisecond:
 			lastDrainCheck = now
 			if drained(ctx, r.api, r.queues()...) {
-				prog.Update(p, now, true)
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			p := r.progress(time.Since(r.start))
-			prog.Update(p, time.Now(), true)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (%d of them never sent)", wait, p.Resolved, p.Sent, len(r.w.Sends)-len(sent))
+				return fmt.Errorf("gave up after %s: %d of %s reached an end (%d of them never sent)", wait, p.Resolved, count(p.Sent, "message"), len(r.w.Sends)-len(sent))
 			}
 			return ctx.Err()
 		case <-tick.C:

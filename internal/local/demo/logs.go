@@ -38,25 +38,19 @@ func (h functionLogHandler) WithGroup(name string) slog.Handler {
 	return functionLogHandler{h.Handler.WithGroup(name)}
 }
 
-// The processor's per-record outcomes the demo counts: each is logged once
-// per record it applies to, and names what the lock protocol answered. (A
-// failure may log twice, the failure and an unreleased lock: "failed" is
-// not counted, only kept as the record's answer.)
+// The processor's per-record outcomes the report has a line for: the
+// "outcome" attribute of its log lines, what the lock protocol answered a
+// record (a failure may log twice, the failure and an unreleased lock; the
+// last line is the answer). Any other outcome (payload-mismatch,
+// not-acquired, no-key, ...) is counted under its own name.
 const (
 	outcomeProcessed  = "processed"
 	outcomeUnrecorded = "processed-unrecorded"
 	outcomeDuplicate  = "duplicate"
 	outcomeInProgress = "in-progress"
 	outcomeNotStarted = "not-started"
+	outcomeFailed     = "failed"
 )
-
-func counted(outcome string) bool {
-	switch outcome {
-	case outcomeProcessed, outcomeUnrecorded, outcomeDuplicate, outcomeInProgress, outcomeNotStarted:
-		return true
-	}
-	return false
-}
 
 // outcomeCounter passes the processor's log lines on and reports, for each
 // that carries a record outcome (the "outcome" attribute, set with With or on

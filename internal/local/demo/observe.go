@@ -60,18 +60,18 @@ type Tracker struct {
 	invocations map[string]InvocationInfo
 	completions []Completion
 	foreign     map[string]bool
-	// outcomes counts the processor's per-record outcomes as it logged
-	// them (processed, duplicate, in-progress, ...).
-	outcomes map[string]int
-	timedOut int
+	timedOut    int
 	// deadLetter maps each message the replayer received from the DLQ to
 	// its send ("" for a message of no send of this run).
 	deadLetter map[string]string
 	// receipts are each main-queue message's deliveries to the processor,
-	// in order; answers the outcome the processor logged for a record of
-	// an invocation, by {request id, message id}.
+	// in order, each with the answer it had when its invocation ended;
+	// answers the outcome the processor logged last for a record of an
+	// invocation still running, by {request id, message id}, and answered
+	// how many of those answers each outcome has (the progress line's).
 	receipts map[string][]Receipt
 	answers  map[[2]string]string
+	answered map[string]int
 	// hidden is the processor's InProgressHidden metric, summed.
 	hidden int
 }
@@ -83,10 +83,10 @@ func NewTracker() *Tracker {
 		deadLetter:  map[string]string{},
 		receipts:    map[string][]Receipt{},
 		answers:     map[[2]string]string{},
+		answered:    map[string]int{},
 		operator:    map[string][]Arrival{},
 		invocations: map[string]InvocationInfo{},
 		foreign:     map[string]bool{},
-		outcomes:    map[string]int{},
 	}
 }
 
@@ -98,19 +98,24 @@ type Answer struct {
 	Outcome   string
 }
 
-// Outcome records one outcome line of the processor: counted if it is one
-// of the outcomes the report counts, and kept as the answer to its record
-// (the last line of a record wins: a failure that could not release its
-// lock logs twice, with the same outcome).
+// Outcome records one outcome line of the processor as the answer to its
+// record. The last line of a record wins: a failure that could not release
+// its lock logs twice, with the same outcome. A line logged after its
+// invocation ended (abandoned at its timeout, the handler still running)
+// answers nothing: Lambda would have stopped that process, and SQS sees no
+// answer from it.
 func (t *Tracker) Outcome(a Answer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if counted(a.Outcome) {
-		t.outcomes[a.Outcome]++
+	if _, ended := t.invocations[a.RequestID]; ended || a.MessageID == "" {
+		return
 	}
-	if a.MessageID != "" {
-		t.answers[[2]string{a.RequestID, a.MessageID}] = a.Outcome
+	k := [2]string{a.RequestID, a.MessageID}
+	if prev, ok := t.answers[k]; ok {
+		t.answered[prev]--
 	}
+	t.answers[k] = a.Outcome
+	t.answered[a.Outcome]++
 }
 
 // InProgressHidden adds n records the processor hid until the lock that
@@ -122,13 +127,14 @@ func (t *Tracker) InProgressHidden(n int) {
 }
 
 // Receipt is one delivery of a main-queue message to the processor: its
-// receive number, the invocation, what the processor answered and whether
-// the event source mapping deleted it.
+// receive number, the invocation, what the processor answered before the
+// invocation ended and whether the event source mapping deleted it.
 type Receipt struct {
 	Receive   int    `json:"receive"`
 	RequestID string `json:"requestId"`
 	// Outcome is the processor's logged answer ("" if it logged none: its
-	// invocation was abandoned before it got that far).
+	// invocation was abandoned, or failed as a whole, before it got that
+	// far).
 	Outcome   string `json:"outcome"`
 	Deleted   bool   `json:"deleted"`
 	Abandoned bool   `json:"abandoned,omitempty"`
@@ -152,7 +158,10 @@ func (t *Tracker) MainInvocation(inv localesm.Invocation) {
 	}
 	for _, r := range inv.Records {
 		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		t.receipts[r.MessageId] = append(t.receipts[r.MessageId], Receipt{Receive: n, RequestID: inv.RequestID, Deleted: deleted[r.MessageId], Abandoned: abandoned})
+		k := [2]string{inv.RequestID, r.MessageId}
+		t.receipts[r.MessageId] = append(t.receipts[r.MessageId], Receipt{
+			Receive: n, RequestID: inv.RequestID, Outcome: t.answers[k], Deleted: deleted[r.MessageId], Abandoned: abandoned,
+		})
 		if !deleted[r.MessageId] {
 			continue
 		}
@@ -220,7 +229,8 @@ type Observed struct {
 	// queue, by send: their message ids, sorted.
 	DeadLetters map[string][]string
 	// Receipts are the main-queue messages' deliveries to the processor,
-	// by message id, in order, each with the processor's answer.
+	// by message id, in order, each with the processor's answer: one per
+	// delivery, so they add up to Deliveries.
 	Receipts map[string][]Receipt
 	// InProgressHidden is the processor's metric of that name, summed.
 	InProgressHidden int
@@ -232,9 +242,6 @@ type Observed struct {
 	Completions []Completion
 	// Foreign is the number of other messages seen at the operator queue.
 	Foreign int
-	// Outcomes are the processor's per-record outcomes, counted as it
-	// decided them.
-	Outcomes map[string]int
 	// FaultedCompletions are the keys whose COMPLETED write had a fault
 	// injected by -chaos; Chaos what -chaos injected in all.
 	FaultedCompletions map[string]bool
@@ -261,7 +268,6 @@ func (t *Tracker) Snapshot() Observed {
 		Invocations:      maps.Clone(t.invocations),
 		Completions:      slices.Clone(t.completions),
 		Foreign:          len(t.foreign),
-		Outcomes:         maps.Clone(t.outcomes),
 		DeadLetters:      map[string][]string{},
 		Receipts:         make(map[string][]Receipt, len(t.receipts)),
 		InProgressHidden: t.hidden,
@@ -278,11 +284,7 @@ func (t *Tracker) Snapshot() Observed {
 		slices.Sort(ids)
 	}
 	for id, rs := range t.receipts {
-		rs = slices.Clone(rs)
-		for i := range rs {
-			rs[i].Outcome = t.answers[[2]string{rs[i].RequestID, id}]
-		}
-		o.Receipts[id] = rs
+		o.Receipts[id] = slices.Clone(rs)
 	}
 	return o
 }
@@ -305,20 +307,25 @@ func (t *Tracker) resolved(sends []Send) int {
 	return n
 }
 
-// Progress is what the live progress line shows. Every number is counted
-// where it happens: Processed in the ledger (or, with a target, in the
-// target's accepted sends), Suppressed as records the lock answered
-// "duplicate", TimedOut as invocations abandoned at their timeout.
+// Progress is what the progress line shows. While the run goes on, every
+// number is counted where it happens: Processed and Suppressed as records
+// the processor answered "processed" and "duplicate" (or, with a target,
+// Processed as the keys the target accepted), TimedOut as invocations
+// abandoned at their timeout. The last line is Summary.Progress: the same
+// counts, from the report.
 type Progress struct {
 	Resolved, Sent, Processed, Suppressed, DeadLettered, Replays, Operator, TimedOut int
 	Elapsed                                                                          time.Duration
-	// Forwarding: Processed counts keys a target accepted, not side effects.
+	// Forwarding: Processed counts what a target accepted, not side effects.
 	Forwarding bool
+	// Outside: a deployed stack seen from outside (-stack): Processed counts
+	// keys COMPLETED in its table; Suppressed, DeadLettered, Replays and
+	// TimedOut are not seen.
+	Outside bool
 }
 
-// Progress computes the progress line's counters; processed is the number of
-// side effects in the ledger so far.
-func (t *Tracker) Progress(w Workload, processed int, elapsed time.Duration) Progress {
+// Progress computes the progress line's counters.
+func (t *Tracker) Progress(w Workload, elapsed time.Duration) Progress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	atOperator := 0
@@ -328,8 +335,8 @@ func (t *Tracker) Progress(w Workload, processed int, elapsed time.Duration) Pro
 	return Progress{
 		Resolved:     t.resolved(w.Sends),
 		Sent:         len(w.Sends),
-		Processed:    processed,
-		Suppressed:   t.outcomes[outcomeDuplicate],
+		Processed:    t.answered[outcomeProcessed] + t.answered[outcomeUnrecorded],
+		Suppressed:   t.answered[outcomeDuplicate],
 		DeadLettered: len(t.deadLetter),
 		Replays:      len(t.replays),
 		Operator:     atOperator,

@@ -207,6 +207,8 @@ more than once, never arrived, intact. -poison, -transient, -permanent and
 With -stack NAME it sends the same workload to a deployed stack instead and
 checks what can be checked from outside (see the report's "not checked").
 
+docs/demo.md explains the report line by line.
+
 Flags:
 `
 

@@ -372,7 +372,7 @@ func TestProgressOutsideATerminal(t *testing.T) {
 	if len(lines) != 2 || strings.Contains(buf.String(), "\r") {
 		t.Errorf("plain output %q: want 2 lines and no carriage return", buf.String())
 	}
-	if want := "5/10 messages done · 4 processed · 1 duplicates suppressed · 2 dead-lettered · 3 replays · 1 at operator"; !strings.Contains(lines[0], want) {
+	if want := "5/10 messages done · 4 processed · 1 duplicate suppressed · 2 dead-lettered · 3 replays · 1 at operator"; !strings.Contains(lines[0], want) {
 		t.Errorf("line %q lacks %q", lines[0], want)
 	}
 }

@@ -3,7 +3,9 @@ package demo
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -60,14 +62,40 @@ func (pw *progressWriter) Done() {
 
 // Line is the progress line's text.
 func (p Progress) Line() string {
-	done := "processed"
-	if p.Forwarding {
-		done = "forwarded"
+	parts := []string{fmt.Sprintf("%d/%s done", p.Resolved, count(p.Sent, "message"))}
+	if p.Outside {
+		parts = append(parts, fmt.Sprintf("%d completed", p.Processed))
+	} else {
+		done := "processed"
+		if p.Forwarding {
+			done = "forwarded"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", p.Processed, done), count(p.Suppressed, "duplicate")+" suppressed",
+			fmt.Sprintf("%d dead-lettered", p.DeadLettered), count(p.Replays, "replay"))
 	}
-	line := fmt.Sprintf("[%5.1fs] %d/%d messages done · %d %s · %d duplicates suppressed · %d dead-lettered · %d replays · %d at operator",
-		p.Elapsed.Seconds(), p.Resolved, p.Sent, p.Processed, done, p.Suppressed, p.DeadLettered, p.Replays, p.Operator)
+	parts = append(parts, fmt.Sprintf("%d at operator", p.Operator))
 	if p.TimedOut > 0 {
-		line += fmt.Sprintf(" · %d timed out", p.TimedOut)
+		parts = append(parts, fmt.Sprintf("%d timed out", p.TimedOut))
 	}
-	return line
+	return fmt.Sprintf("[%5.1fs] ", p.Elapsed.Seconds()) + strings.Join(parts, " · ")
+}
+
+// Progress is the run's last progress line, printed once the pipeline has
+// stopped: made of the report's own counts, so each of its numbers is one
+// the report prints under the same name (TestLastProgressLineIsTheReport).
+func (s Summary) Progress() Progress {
+	p := Progress{
+		Resolved:  s.Resolved,
+		Sent:      s.Sent,
+		Processed: s.Processed,
+		Operator:  s.Operator.Total,
+		Elapsed:   time.Duration(math.Round(s.DurationSeconds * float64(time.Second))),
+	}
+	if s.Mode == "stack" {
+		p.Outside = true
+		return p
+	}
+	p.Suppressed, p.DeadLettered, p.Replays, p.TimedOut = s.DuplicatesSuppressed, s.DeadLettered, s.Replays.Total, s.Invocations.TimedOut
+	p.Forwarding = s.Target != nil
+	return p
 }

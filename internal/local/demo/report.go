@@ -21,12 +21,18 @@ type Summary struct {
 	Workload        WorkloadStats `json:"workload"`
 	Timings         Timings       `json:"timings"`
 
-	Sent        int         `json:"sent"`
-	UniqueKeys  int         `json:"uniqueKeys"`
+	Sent       int `json:"sent"`
+	UniqueKeys int `json:"uniqueKeys"`
+	// Resolved is the sends that reached an end: deleted by the processor
+	// (with -stack: their key COMPLETED) or at the operator queue. The
+	// progress line's "messages done".
+	Resolved    int         `json:"resolved"`
 	SideEffects SideEffects `json:"sideEffects"`
-	// Processed is the number of sends whose own delivery made the key's side
-	// effect; DuplicatesSuppressed the sends the processor deleted without
-	// running the handler because their key was already done.
+	// Processed is the deliveries the processor answered "processed" (its
+	// completion recorded or not), DuplicatesSuppressed those it answered
+	// "duplicate": deleted without running the handler. With a target they
+	// are sends: forwarded as their own message, or deleted because their
+	// key arrived; with -stack, Processed is the keys COMPLETED.
 	Processed            int `json:"processed"`
 	DuplicatesSuppressed int `json:"duplicatesSuppressed"`
 	Deliveries           int `json:"deliveries"`
@@ -131,24 +137,76 @@ type OpStats struct {
 	ByReason map[string]int `json:"byReason"`
 }
 
-// RecordStats are the processor's per-record outcomes.
+// RecordStats are what the processor answered each record delivered to it,
+// one answer per delivery: all but InProgressHidden add up to
+// Summary.Deliveries (Total).
 type RecordStats struct {
 	Processed  int `json:"processed"`
 	Unrecorded int `json:"processedUnrecorded"`
 	Duplicate  int `json:"duplicate"`
 	InProgress int `json:"inProgress"`
 	NotStarted int `json:"notStarted"`
+	// Failed is records whose handler (or target) failed: retried, or sent
+	// to the operator queue when the failure is permanent.
+	Failed int `json:"failed"`
+	// TimedOut is records not answered before their invocation was
+	// abandoned at its timeout; NoAnswer those of an invocation that ended
+	// in time without answering them (it failed as a whole).
+	TimedOut int `json:"timedOut"`
+	NoAnswer int `json:"noAnswer"`
+	// Other counts any other answer by its outcome (payload-mismatch,
+	// not-acquired, no-key, group-blocked, ...).
+	Other map[string]int `json:"other,omitempty"`
 	// InProgressHidden is the processor's metric of that name: records
 	// refused as in progress whose visibility SQS set to the lock's
 	// remaining time, so they come back when the lock can be taken over.
+	// Part of InProgress, not an answer of its own.
 	InProgressHidden int `json:"inProgressHidden"`
 }
 
-func recordStats(o map[string]int) RecordStats {
-	return RecordStats{
-		Processed: o[outcomeProcessed], Unrecorded: o[outcomeUnrecorded], Duplicate: o[outcomeDuplicate],
-		InProgress: o[outcomeInProgress], NotStarted: o[outcomeNotStarted],
+// recordStats counts each delivery once, by the answer it had when its
+// invocation ended.
+func recordStats(receipts map[string][]Receipt) RecordStats {
+	var r RecordStats
+	for _, rs := range receipts {
+		for _, rc := range rs {
+			switch rc.Outcome {
+			case outcomeProcessed:
+				r.Processed++
+			case outcomeUnrecorded:
+				r.Unrecorded++
+			case outcomeDuplicate:
+				r.Duplicate++
+			case outcomeInProgress:
+				r.InProgress++
+			case outcomeNotStarted:
+				r.NotStarted++
+			case outcomeFailed:
+				r.Failed++
+			case "":
+				if rc.Abandoned {
+					r.TimedOut++
+				} else {
+					r.NoAnswer++
+				}
+			default:
+				if r.Other == nil {
+					r.Other = map[string]int{}
+				}
+				r.Other[rc.Outcome]++
+			}
+		}
 	}
+	return r
+}
+
+// Total is the number of answers: one per delivery.
+func (r RecordStats) Total() int {
+	n := r.Processed + r.Unrecorded + r.Duplicate + r.InProgress + r.NotStarted + r.Failed + r.TimedOut + r.NoAnswer
+	for _, o := range r.Other {
+		n += o
+	}
+	return n
 }
 
 // InvocationStats are the processor's invocations: how many, how many
@@ -230,6 +288,11 @@ func newSummary(mode string, seed uint64, w Workload, obs Observed, t Timings) S
 	if s.LeftInQueues == nil {
 		s.LeftInQueues = map[string]int{}
 	}
+	for _, snd := range w.Sends {
+		if obs.Acked[snd.ID] || len(obs.Operator[snd.ID]) > 0 {
+			s.Resolved++
+		}
+	}
 	for _, send := range slices.Sorted(maps.Keys(obs.Operator)) {
 		as := obs.Operator[send]
 		s.Operator.Total += len(as)
@@ -237,7 +300,7 @@ func newSummary(mode string, seed uint64, w Workload, obs Observed, t Timings) S
 			s.Operator.ByReason[reasonOrUnknown(a.Reason)]++
 		}
 		if len(as) > 1 {
-			s.Unexpected = append(s.Unexpected, fmt.Sprintf("send %s reached the operator queue %d times (%s): a forward SQS accepted but whose invocation ended before it was acknowledged is sent again (README, \"Guarantees and their limits\", 7)", send, len(as), joinArrivals(as)))
+			s.Unexpected = append(s.Unexpected, fmt.Sprintf("send %s reached the operator queue %d times (%s): a forward SQS accepted but whose invocation ended before it was acknowledged is sent again (docs/guarantees.md, limit 7)", send, len(as), joinArrivals(as)))
 		}
 	}
 	return s
@@ -343,10 +406,10 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID])...)
 	}
 	if len(missing) > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("%d keys have no side effect, although their handler succeeds: %s", len(missing), firstFew(missing)))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s %s no side effect, although their handler succeeds: %s", count(len(missing), "key"), verb(len(missing), "has", "have"), firstFew(missing)))
 	}
 	if len(exhausted) > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("%d keys have no side effect, although their handler succeeds: every copy ran out of retries and is at the operator queue (the template's retry budget should cover it): %s", len(exhausted), firstFew(exhausted)))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s %s no side effect, although their handler succeeds: every copy ran out of retries and is at the operator queue (the template's retry budget should cover it): %s", count(len(exhausted), "key"), verb(len(exhausted), "has", "have"), firstFew(exhausted)))
 	}
 	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
 }
@@ -466,7 +529,7 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 // per-record outcomes, its invocations (ledger names the crashed ones; nil
 // without a business handler) and what -chaos injected.
 func (s *Summary) observeRuntime(obs Observed, ledger []Entry) {
-	s.Records, s.Chaos = recordStats(obs.Outcomes), obs.Chaos
+	s.Records, s.Chaos = recordStats(obs.Receipts), obs.Chaos
 	s.Records.InProgressHidden = obs.InProgressHidden
 	s.Invocations = invocationStats(obs.Invocations, ledger, s.Timings)
 }
@@ -520,7 +583,7 @@ func (s *Summary) failUninjected(keys []string, what string) {
 		if len(keys) > most {
 			named += fmt.Sprintf(" and %d more", len(keys)-most)
 		}
-		s.Violations = append(s.Violations, fmt.Sprintf("%d keys %s (%s): an invocation the demo did not mean to kill lost its completion", len(keys), what, named))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s %s (%s): an invocation the demo did not mean to kill lost its completion", count(len(keys), "key"), what, named))
 	}
 	slow := s.Invocations.TimedOut - s.Invocations.TimedOutCrash
 	if len(s.Violations) == 0 || (slow == 0 && s.Records.NotStarted == 0 && len(keys) == 0) {
@@ -528,18 +591,18 @@ func (s *Summary) failUninjected(keys []string, what string) {
 	}
 	var signs []string
 	if slow > 0 {
-		signs = append(signs, fmt.Sprintf("%d invocations reached their %s function timeout without an injected crash", slow, secs(s.Invocations.TimeoutSeconds)))
+		signs = append(signs, fmt.Sprintf("%s reached the %s function timeout without an injected crash", count(slow, "invocation"), secs(s.Invocations.TimeoutSeconds)))
 	}
 	if s.Records.NotStarted > 0 {
-		signs = append(signs, fmt.Sprintf("%d records were not started because their invocation's time ran short", s.Records.NotStarted))
+		signs = append(signs, fmt.Sprintf("%s %s not started because their invocation's time ran short", count(s.Records.NotStarted, "record"), verb(s.Records.NotStarted, "was", "were")))
 	}
 	if len(keys) > 0 {
-		signs = append(signs, fmt.Sprintf("%d keys ran twice because such an invocation could not record its completion", len(keys)))
+		signs = append(signs, fmt.Sprintf("%s ran twice because such an invocation could not record its completion", count(len(keys), "key")))
 	}
 	s.Headroom = strings.Join(signs, "; ") + ". " +
 		"This machine is slower than the demo's timings assume (moto_server is one Python process; other CPU-bound work starves it). " +
 		"An invocation that runs out of time leaves its key's lock to expire, and the next delivery runs the side effect again: " +
-		"the duplicate window sqs-once documents (README, \"Guarantees and their limits\", 1), here caused by the timings, not by a fault the demo injected. " +
+		"the duplicate window sqs-once documents (docs/guarantees.md, limit 1), here caused by the timings, not by a fault the demo injected. " +
 		fmt.Sprintf("Run again with more headroom: -function-timeout %s (the lock and visibility timeouts follow it).", suggestTimeout(s.Invocations.TimeoutSeconds))
 }
 
@@ -557,11 +620,11 @@ func secs(t float64) string {
 // sets OK.
 func (s *Summary) finish() {
 	if s.Lost > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("lost: %d messages neither processed nor at the operator queue", s.Lost))
+		s.Violations = append(s.Violations, fmt.Sprintf("lost: %s neither processed nor at the operator queue", count(s.Lost, "message")))
 	}
 	for _, q := range slices.Sorted(maps.Keys(s.LeftInQueues)) {
 		if n := s.LeftInQueues[q]; n > 0 {
-			s.Violations = append(s.Violations, fmt.Sprintf("the %s queue still holds %d messages", q, n))
+			s.Violations = append(s.Violations, fmt.Sprintf("the %s queue still holds %s", q, count(n, "message")))
 		}
 	}
 	const most = 20
@@ -591,7 +654,7 @@ func expectation(k Key, es []Entry, ops []Arrival) []string {
 			out = append(out, fmt.Sprintf("%s key %s reached the operator queue (%s) although its handler succeeds", k.Kind, k.ID, reasonOrUnknown(ops[0].Reason)))
 		}
 		if k.Crash && len(es) < 2 {
-			out = append(out, fmt.Sprintf("key %s was made to crash after its side effect but has %d side effect(s)", k.ID, len(es)))
+			out = append(out, fmt.Sprintf("key %s was made to crash after its side effect but has %s", k.ID, count(len(es), "side effect")))
 		}
 	}
 	return out
@@ -653,49 +716,64 @@ func mark(ok bool) string {
 	return "FAIL"
 }
 
-// renderSetup is the run's timings and workload.
+// renderSetup says what ran, with which timings, and the workload.
 func (s Summary) renderSetup(p printer) {
 	wl, t := s.Workload, s.Timings
 	p("")
-	p("sqs-once %s run %s (seed %d), %.1f s", s.Mode, s.RunID, s.Seed, s.DurationSeconds)
-	lock := fmt.Sprintf("%d s", t.LockTimeoutSeconds)
+	where := "the template's stack on a local AWS emulator (moto_server)"
+	if s.Mode == "stack" {
+		where = "a deployed stack"
+	}
+	p("sqs-once demo, run %s (seed %d), %.1f s: %s", s.RunID, s.Seed, s.DurationSeconds, where)
+	lock := secs(float64(t.LockTimeoutSeconds)) + " (renewed while the handler runs)"
 	if t.LockTimeoutSeconds == 0 {
-		lock = "the invocation's deadline + 5 s"
+		lock = "until the invocation's deadline + 5s"
 	}
-	p("  visibility timeout %d s, function timeout %s, lock timeout %s, maxReceiveCount %d, MaxAttempts %d, replay backoff %s jitter base %g s rate %g cap %d s",
-		t.VisibilityTimeoutSeconds, secs(t.FunctionTimeoutSeconds), lock, t.MaxReceiveCount,
-		t.MaxAttempts, t.Jitter, t.BackoffBaseSeconds, t.BackoffRate, t.MaxDelaySeconds)
+	p("  timings             function timeout %s, lock %s, visibility timeout %s", secs(t.FunctionTimeoutSeconds), lock, secs(float64(t.VisibilityTimeoutSeconds)))
+	p("  retries             %s", retries(t))
 	if s.Mode == "local" {
-		p("  (demo timings: the main queue's and the DLQ's visibility timeout are set after the deploy; the template ties each to 6 x its consumer's timeout + the batching window)")
-	}
-	if len(s.Adaptations) > 0 {
-		p("  moto_server differs from CloudFormation in %d places, each handled or noted by samstack (alarms not created, ...): see -json \"adaptations\"", len(s.Adaptations))
+		p("                      (the demo's own timings and retries: shorter than the template's defaults, so that a run is short)")
 	}
 	if s.Target != nil {
 		s.renderTargetSetup(p)
 	}
 	p("")
-	p("sent                  %d messages for %d unique keys", s.Sent, s.UniqueKeys)
-	p("  re-sends            %d keys sent 2-3 times: %d extra copies with new messageIds, %d of them concurrently with the first", wl.DuplicateKeys, wl.ExtraCopies, wl.Concurrent)
+	p("sent                  %s for %s", count(s.Sent, "message"), count(s.UniqueKeys, "unique key"))
+	p("  re-sends            %s sent 2-3 times: %s with new messageIds, %d of them at the same time as the first", count(wl.DuplicateKeys, "key"), count(wl.ExtraCopies, "extra copy"), wl.Concurrent)
 	if s.Target != nil {
 		p("  failing keys        none: with a target no business handler runs (no poison, transient, permanent or crash)")
 	} else {
 		s.renderHandlerKeys(p)
 	}
-	if s.Mode == "local" {
-		p("deliveries            %d records delivered to the processor (re-sends, retries and redeliveries included)", s.Deliveries)
-	}
 	p("")
+}
+
+// retries says where a failing message goes, in the order it goes there.
+func retries(t Timings) string {
+	out := fmt.Sprintf("a failing message goes to the dead-letter queue after %s", count(t.MaxReceiveCount, "receive"))
+	if t.MaxAttempts == 0 {
+		return out + ", then straight to the operator queue"
+	}
+	base, most := secs(t.BackoffBaseSeconds), secs(float64(t.MaxDelaySeconds))
+	delays := fmt.Sprintf("%s jitter, base %s, rate %g, at most %s", t.Jitter, base, t.BackoffRate, most)
+	if t.Jitter == "none" {
+		delays = fmt.Sprintf("base %s, rate %g, at most %s, no jitter", base, t.BackoffRate, most)
+	}
+	times := fmt.Sprintf("up to %d times", t.MaxAttempts)
+	if t.MaxAttempts == 1 {
+		times = "at most once"
+	}
+	return out + fmt.Sprintf("; the replayer sends it back %s (delays: %s), then to the operator queue", times, delays)
 }
 
 // renderHandlerKeys is the keys the demo's business handler makes fail.
 func (s Summary) renderHandlerKeys(p printer) {
 	wl := s.Workload
-	p("  poison              %d keys whose handler always fails", wl.Poison)
-	p("  transient           %d keys that fail a few times, then succeed", wl.Transient)
-	p("  permanent           %d keys the handler rejects as permanently invalid", wl.Permanent)
+	p("  poison              %s whose handler always fails", count(wl.Poison, "key"))
+	p("  transient           %s that %s a few times, then %s", count(wl.Transient, "key"), verb(wl.Transient, "fails", "fail"), verb(wl.Transient, "succeeds", "succeed"))
+	p("  permanent           %s the handler rejects as permanently invalid", count(wl.Permanent, "key"))
 	if wl.Crash > 0 {
-		p("  crash               %d keys whose invocation hangs after the side effect, until the function timeout", wl.Crash)
+		p("  crash               %s whose invocation hangs after the side effect, until the function timeout", count(wl.Crash, "key"))
 	}
 }
 
@@ -705,30 +783,41 @@ func (s Summary) renderOutcomes(p printer) {
 	case s.Target != nil:
 		s.renderTargetOutcomes(p)
 	case s.Mode == "stack":
-		p("completed keys        %d idempotency records COMPLETED", s.Processed)
+		p("completed keys        %s COMPLETED", count(s.Processed, "idempotency record"))
 	default:
 		se := s.SideEffects
 		p("side effects          %d in the ledger %s", se.Total, s.Ledger)
-		p("  exactly once        %d keys", se.ExactlyOnce)
-		p("  none                %d poison and permanent keys, as built", se.None)
-		if se.Exhausted > 0 {
-			p("  retries ran out     %d processable keys never ran: every copy is at the operator queue (-max-receive-count/-max-attempts)", se.Exhausted)
+		p("  exactly once        %s", count(se.ExactlyOnce, "key"))
+		none := count(se.None, "poison and permanent key")
+		if se.None == 1 {
+			none = "1 poison or permanent key"
 		}
-		p("  more than once      %d keys: %d inside the duplicate window, %d outside  [%s]", se.Multiple, se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
+		p("  none                %s, as built", none)
+		if se.Exhausted > 0 {
+			p("  retries ran out     %s never ran: every copy is at the operator queue (-max-receive-count/-max-attempts)", count(se.Exhausted, "processable key"))
+		}
+		p("  more than once      %s: %d inside the duplicate window, %d outside  [%s]", count(se.Multiple, "key"), se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
 		s.renderRuntime(p)
-		p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
+		p("dead-lettered         %s reached the dead-letter queue", count(s.DeadLettered, "message"))
 		s.renderHealthyDeadLettered(p)
-		p("replays               %d sent back to the main queue by the DLQ replayer; %d keys succeeded on a replay", s.Replays.Total, s.Replays.Rescued)
+		p("replays               %d sent back to the main queue by the DLQ replayer; %s succeeded on a replay", s.Replays.Total, count(s.Replays.Rescued, "key"))
 		for _, a := range s.Replays.ByAttempt {
 			p("  replay %-3d          %d, delays drawn %s s (ceiling %g s)", a.Attempt, a.Count, joinInts(a.Delays), a.CeilingSeconds)
 		}
 	}
-	p("operator queue        %d messages", s.Operator.Total)
+	p("operator queue        %s", count(s.Operator.Total, "message"))
 	for _, r := range slices.Sorted(maps.Keys(s.Operator.ByReason)) {
 		p("  %-19s %d", r, s.Operator.ByReason[r])
 	}
 	if s.Mode == "stack" {
 		p("  other messages      %d of other producers seen there and left alone", s.Foreign)
+	}
+	if s.Resolved != s.Sent {
+		end := "deleted by the processor"
+		if s.Mode == "stack" {
+			end = "completed"
+		}
+		p("done                  %d of %s reached an end: %s, or at the operator queue", s.Resolved, count(s.Sent, "message"), end)
 	}
 	p("lost                  %d  [%s]", s.Lost, mark(s.Lost == 0))
 	for _, l := range s.LostSends {
@@ -761,9 +850,9 @@ func (s Summary) renderWindow(p printer) {
 			injected++
 		}
 	}
-	p("duplicate window      %d keys had a second side effect: the side effect before it never had its", len(s.Window.Keys))
+	p("duplicate window      %s had a second side effect: the side effect before it never had its", count(len(s.Window.Keys), "key"))
 	p("                      completion recorded, and the next came only once its lock could have expired")
-	p("                      (README, \"Guarantees and their limits\", 1). %d were caused by a fault the demo", injected)
+	p("                      (docs/guarantees.md, limit 1). %d %s caused by a fault the demo", injected, verb(injected, "was", "were"))
 	p("                      injected (-crash, -chaos); %d by nothing it injected  [%s]", len(s.Window.Keys)-injected, mark(injected == len(s.Window.Keys)))
 	for _, k := range s.Window.Keys {
 		causes := make([]string, len(k.Causes))
@@ -774,18 +863,45 @@ func (s Summary) renderWindow(p printer) {
 	}
 }
 
-// renderRuntime is the processor's invocations and per-record outcomes.
+// renderRuntime is the processor's invocations, and its answer to every
+// record delivered to it: each delivery is on exactly one of the lines
+// under "records" ("hidden" is part of "in progress"), so they add up.
 func (s Summary) renderRuntime(p printer) {
 	iv, r := s.Invocations, s.Records
 	p("invocations           %d of the processor; the longest that ended in time took %.1f s of its %s timeout", iv.Total, iv.LongestSeconds, secs(iv.TimeoutSeconds))
-	p("  timed out           %d: %d crashes the demo injected, %d it did not  [%s]", iv.TimedOut, iv.TimedOutCrash, iv.TimedOut-iv.TimedOutCrash, mark(iv.TimedOut == iv.TimedOutCrash))
-	p("records               the lock's answer for each record delivered, as the processor logged it")
-	p("  processed           %d ran the handler to completion (%d of them without their completion recorded)", r.Processed+r.Unrecorded, r.Unrecorded)
-	p("  duplicate           %d answered \"duplicate\": deleted without running the handler", r.Duplicate)
+	p("  timed out           %d: %s the demo injected, %d it did not  [%s]", iv.TimedOut, count(iv.TimedOutCrash, "crash"), iv.TimedOut-iv.TimedOutCrash, mark(iv.TimedOut == iv.TimedOutCrash))
+	p("records               %d delivered to the processor (re-sends, retries and redeliveries included), each answered once:", s.Deliveries)
+	ran, skipped, failed := "ran the handler to completion", "running the handler", "the handler failed: retried, or sent to the operator queue if permanent"
+	if s.Target != nil {
+		ran, skipped, failed = "delivered to the target", "forwarding them", "the target failed or refused them: retried, or sent to the operator queue if refused for good"
+	}
+	p("  processed           %d %s (%d of them without their completion recorded)", r.Processed+r.Unrecorded, ran, r.Unrecorded)
+	p("  duplicate           %d answered \"duplicate\": suppressed, deleted without %s", r.Duplicate, skipped)
 	p("  in progress         %d answered \"in progress\": another invocation held the key; retried", r.InProgress)
 	p("    hidden            %d of them hidden until the holder's lock could be taken over (metric InProgressHidden)", r.InProgressHidden)
+	p("  failed              %d %s", r.Failed, failed)
 	if r.NotStarted > 0 {
 		p("  not started         %d: their invocation's time ran short; retried", r.NotStarted)
+	}
+	if r.TimedOut > 0 {
+		p("  timed out           %d: their invocation reached its timeout before the processor answered; delivered again", r.TimedOut)
+	}
+	if r.NoAnswer > 0 {
+		p("  no answer           %d: their invocation failed as a whole; delivered again", r.NoAnswer)
+	}
+	if len(r.Other) > 0 {
+		var names []string
+		n := 0
+		for _, o := range slices.Sorted(maps.Keys(r.Other)) {
+			names = append(names, fmt.Sprintf("%s %d", o, r.Other[o]))
+			n += r.Other[o]
+		}
+		p("  other               %d answered otherwise (see the function log): %s", n, strings.Join(names, ", "))
+	}
+	if total := r.Total(); total != s.Deliveries {
+		// The Tracker records one answer per delivery; a difference means
+		// the demo's own bookkeeping is wrong, and the report says so.
+		p("  (these add up to %d, not %d: a fault in the demo's counting)", total, s.Deliveries)
 	}
 }
 
@@ -800,7 +916,7 @@ func (s Summary) renderVerdict(p printer) {
 	const mostNotes = 10
 	for i, u := range s.Unexpected {
 		if i == mostNotes {
-			p("note: ... and %d more notes like these (all of them in -json \"unexpected\")", len(s.Unexpected)-mostNotes)
+			p("note: ... and %s like these (all of them in -json \"unexpected\")", count(len(s.Unexpected)-mostNotes, "more note"))
 			break
 		}
 		p("note: %s", u)
@@ -820,7 +936,7 @@ func (s Summary) renderVerdict(p printer) {
 	p("")
 	switch {
 	case !s.OK:
-		p("verdict: FAILED: %d invariant(s) broken", len(s.Violations))
+		p("verdict: FAILED: %s broken", count(len(s.Violations), "invariant"))
 	case s.Target != nil:
 		p("verdict: OK: every key forwarded to the target queue exactly once%s, intact, nothing lost%s", targetSuffix(s.Target), healthySuffix(s))
 	case s.Mode == "stack":
@@ -834,13 +950,13 @@ func targetSuffix(ts *TargetStats) string {
 	if ts.Explained == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (except %d keys that arrived more than once, each copy explained by a documented limit)", ts.Explained)
+	return fmt.Sprintf(" (except %s that arrived more than once, each copy explained by a documented limit)", count(ts.Explained, "key"))
 }
 
 func windowSuffix(s Summary) string {
 	var except []string
 	if n := len(s.Window.Keys); n > 0 {
-		except = append(except, fmt.Sprintf("%d keys run twice by a fault the demo injected, named above", n))
+		except = append(except, fmt.Sprintf("%s run twice by a fault the demo injected, named above", count(n, "key")))
 	}
 	if n := s.SideEffects.Exhausted; n > 0 {
 		except = append(except, fmt.Sprintf("%d whose retries ran out before they could run, at the operator queue", n))

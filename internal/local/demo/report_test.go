@@ -31,7 +31,7 @@ func newScenario(t *testing.T) *scenario {
 	}
 	sc := &scenario{w: w, obs: Observed{
 		Acked: map[string]bool{}, Operator: map[string][]Arrival{}, Invocations: map[string]InvocationInfo{},
-		Left: map[string]int{"main": 0, "dead-letter": 0}, Outcomes: map[string]int{},
+		Left: map[string]int{"main": 0, "dead-letter": 0}, Receipts: map[string][]Receipt{},
 	}, ev: Evaluation{
 		Mode: "local", LockHold: lockHold, Timings: Timings{MaxReceiveCount: 3, MaxAttempts: 1, FunctionTimeoutSeconds: 1},
 		Ceiling: func(n int) float64 { return float64(int(1) << n) },
@@ -48,13 +48,21 @@ func newScenario(t *testing.T) *scenario {
 			sc.obs.Acked[s.ID] = true
 			if s.Copy == 1 {
 				sc.effect(s, "req-"+s.ID, t0.Add(time.Duration(i)*time.Second), true)
-				sc.obs.Outcomes[outcomeProcessed]++
+				sc.deliver(s, "req-"+s.ID, outcomeProcessed)
 			} else {
-				sc.obs.Outcomes[outcomeDuplicate]++
+				sc.deliver(s, "req-"+s.ID, outcomeDuplicate)
 			}
 		}
 	}
 	return sc
+}
+
+// deliver adds a delivery of send s's message to invocation req, which
+// answered it outcome.
+func (sc *scenario) deliver(s Send, req, outcome string) {
+	id := "m-" + s.ID
+	sc.obs.Receipts[id] = append(sc.obs.Receipts[id], Receipt{Receive: len(sc.obs.Receipts[id]) + 1, RequestID: req, Outcome: outcome, Deleted: outcome != outcomeFailed})
+	sc.obs.Deliveries++
 }
 
 // effect adds a side effect of send s by invocation req, started at started;
@@ -216,7 +224,7 @@ func TestSummarizeViolations(t *testing.T) {
 					}
 				}
 			},
-			want: "1 keys have no side effect, although their handler succeeds: every copy ran out of retries",
+			want: "1 key has no side effect, although their handler succeeds: every copy ran out of retries",
 		},
 		{
 			name:   "a send never deleted and not at the operator is lost",
@@ -234,7 +242,7 @@ func TestSummarizeViolations(t *testing.T) {
 				s := sc.normalSend(1)
 				sc.ledger = slices.DeleteFunc(sc.ledger, func(e Entry) bool { return e.Key == s.Key })
 			},
-			want: "1 keys have no side effect",
+			want: "1 key has no side effect",
 			check: func(t *testing.T, s Summary) {
 				if !strings.Contains(s.LostSends[0], "no side effect") {
 					t.Errorf("lost sends %v", s.LostSends)
@@ -244,7 +252,7 @@ func TestSummarizeViolations(t *testing.T) {
 		{
 			name:   "a message left in the DLQ",
 			break_: func(sc *scenario) { sc.obs.Left["dead-letter"] = 1 },
-			want:   "the dead-letter queue still holds 1 messages",
+			want:   "the dead-letter queue still holds 1 message",
 		},
 		{
 			name: "a side effect for a key never sent",
@@ -320,12 +328,12 @@ func TestSummarizeDocumentedWindow(t *testing.T) {
 				t.Errorf("window key %+v", k)
 			}
 			text := s.Render()
-			wants := []string{"duplicate window      1 keys had a second side effect", tt.cause}
+			wants := []string{"duplicate window      1 key had a second side effect", tt.cause}
 			if tt.injected {
-				wants = append(wants, "1 were caused by a fault the demo", "verdict: OK")
+				wants = append(wants, "1 was caused by a fault the demo", "verdict: OK")
 			} else {
 				wants = append(wants, "0 were caused by a fault the demo",
-					"VIOLATION: 1 keys had a duplicate side effect that no injected fault explains ("+s1.Key+")",
+					"VIOLATION: 1 key had a duplicate side effect that no injected fault explains ("+s1.Key+")",
 					"why: ", "This machine is slower than the demo's timings assume", "-function-timeout 15s", "verdict: FAILED")
 			}
 			for _, want := range wants {
@@ -356,7 +364,7 @@ func TestSummarizeExhaustedRetries(t *testing.T) {
 		t.Fatalf("ok %v exhausted %d lost %d violations %v", s.OK, s.SideEffects.Exhausted, s.Lost, s.Violations)
 	}
 	text := s.Render()
-	for _, want := range []string{"retries ran out     1 processable keys", "except 1 whose retries ran out before they could run", "reached the operator queue (max-attempts) although its handler succeeds"} {
+	for _, want := range []string{"retries ran out     1 processable key", "except 1 whose retries ran out before they could run", "reached the operator queue (max-attempts) although its handler succeeds"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}

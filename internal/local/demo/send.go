@@ -100,7 +100,7 @@ func (p *producer) sendBatch(ctx context.Context, batch []Send) (map[string]stri
 			for id, err := range failed {
 				errs = append(errs, fmt.Errorf("%s: %w", id, err))
 			}
-			return ids, fmt.Errorf("%d messages not accepted after %d attempts: %w", len(failed), attempt, errors.Join(errs...))
+			return ids, fmt.Errorf("%s not accepted after %s: %w", count(len(failed), "message"), count(attempt, "attempt"), errors.Join(errs...))
 		}
 		// Only what SQS did not accept goes again, in the same order.
 		var again []sqsmsg.Entry

@@ -165,7 +165,7 @@ func (r *stackRun) execute(ctx context.Context, progressOut io.Writer) (Summary,
 	var watcher sync.WaitGroup
 	watcher.Go(func() { r.watchOperator(pollCtx) })
 
-	fmt.Fprintf(progressOut, "sending %d messages for %d keys to %s...\n", len(r.w.Sends), len(r.w.Keys), r.info.mainURL)
+	fmt.Fprintf(progressOut, "sending %s for %s to %s...\n", count(len(r.w.Sends), "message"), count(len(r.w.Keys), "key"), r.info.mainURL)
 	ids, err := r.producer.send(ctx, r.w.Sends)
 	if err != nil {
 		stop()
@@ -179,8 +179,10 @@ func (r *stackRun) execute(ctx context.Context, progressOut io.Writer) (Summary,
 	if wait == 0 {
 		wait = r.info.estimate(r.w.Stats().Poison > 0) + 5*time.Minute
 	}
+	// On every way out, what follows the progress line starts on a line of
+	// its own.
+	defer prog.Done()
 	waitErr := r.wait(pollCtx, prog, wait)
-	prog.Done()
 	stop()
 	watcher.Wait()
 	if waitErr != nil && ctx.Err() != nil {
@@ -199,6 +201,8 @@ func (r *stackRun) execute(ctx context.Context, progressOut io.Writer) (Summary,
 		sum.Violations = append(sum.Violations, waitErr.Error())
 		sum.OK = false
 	}
+	// The last progress line, from the report's own counts.
+	prog.Update(sum.Progress(), time.Now(), true)
 	return sum, nil
 }
 
@@ -304,21 +308,22 @@ func (r *stackRun) wait(ctx context.Context, prog *progressWriter, wait time.Dur
 			return err
 		}
 		obs := r.tracker.Snapshot()
-		resolved := 0
+		resolved, arrivals := 0, 0
 		for _, s := range r.w.Sends {
 			if len(obs.Operator[s.ID]) > 0 || r.completed[r.expected[s.ID]] {
 				resolved++
 			}
+			arrivals += len(obs.Operator[s.ID])
 		}
 		now := time.Now()
-		prog.Update(Progress{Resolved: resolved, Sent: len(r.w.Sends), Processed: len(r.completed), Operator: len(obs.Operator), Elapsed: now.Sub(r.start)}, now, false)
+		prog.Update(Progress{Resolved: resolved, Sent: len(r.w.Sends), Processed: len(r.completed), Operator: arrivals, Elapsed: now.Sub(r.start), Outside: true}, now, false)
 		if resolved == len(r.w.Sends) && drained(ctx, r.api, r.info.mainURL, r.info.dlqURL) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("gave up after %s: %d of %d messages reached an end (raise -wait: the stack's own visibility timeout and backoff apply)", wait, resolved, len(r.w.Sends))
+				return fmt.Errorf("gave up after %s: %d of %s reached an end (raise -wait: the stack's own visibility timeout and backoff apply)", wait, resolved, count(len(r.w.Sends), "message"))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -367,16 +372,21 @@ func (r *stackRun) summarize(obs Observed) Summary {
 	s.NotChecked = stackNotChecked
 	s.Foreign = obs.Foreign
 	s.Processed = len(r.completed)
+	// Resolved as the progress line counts it: at the operator queue, or
+	// its key COMPLETED (the stack's deletes cannot be seen from outside).
+	s.Resolved = 0
 	keys := r.w.KeyIndex()
 	for _, snd := range r.w.Sends {
 		ops := obs.Operator[snd.ID]
 		k := r.expected[snd.ID]
 		switch {
 		case len(ops) > 0:
+			s.Resolved++
 			if keys[snd.Key].Kind != Poison {
 				s.Unexpected = append(s.Unexpected, fmt.Sprintf("%s reached the operator queue (%s) although it is processable", snd.ID, reasonOrUnknown(ops[0].Reason)))
 			}
 		case k != "" && r.completed[k]:
+			s.Resolved++
 		default:
 			s.Lost++
 			s.LostSends = append(s.LostSends, snd.ID+" (no COMPLETED idempotency record for its key, not at the operator queue)")

@@ -134,7 +134,7 @@ func functionOn(st *samstack.Stack, logicalID, queueARN string) (samstack.Functi
 	}
 	es, ok := fn.EventSource(queueARN)
 	if !ok {
-		return fn, es, fmt.Errorf("%s of stack %s has no event source mapping on %s (it has %d mappings)", logicalID, st.Name, queueARN, len(fn.EventSources))
+		return fn, es, fmt.Errorf("%s of stack %s has no event source mapping on %s (it has %s)", logicalID, st.Name, queueARN, count(len(fn.EventSources), "mapping"))
 	}
 	return fn, es, nil
 }

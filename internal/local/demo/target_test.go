@@ -197,19 +197,19 @@ func TestSummarizeTargetViolations(t *testing.T) {
 	}{
 		"a key never arrives": {
 			func(sc *targetScenario) { sc.landings = sc.landings[1:] },
-			"1 keys never arrived in the target queue",
+			"1 key never arrived in the target queue",
 			func(s Summary) bool { return s.Target.NeverArrived == 1 && s.Lost >= 1 },
 		},
 		"a send is never deleted": {
 			func(sc *targetScenario) { delete(sc.obs.Acked, sc.firstSend().ID) },
-			"lost: 1 messages",
+			"lost: 1 message ",
 			func(s Summary) bool { return s.Lost == 1 },
 		},
 		"an attribute's bytes change": {
 			func(sc *targetScenario) {
 				sc.landings[0].Attributes["trace"] = sqstypes.MessageAttributeValue{DataType: aws.String("Binary"), BinaryValue: []byte("other")}
 			},
-			"1 messages arrived with other attributes than those sent: m0 (trace is Binary",
+			"1 message arrived with other attributes than those sent: m0 (trace is Binary",
 			func(s Summary) bool { return s.Target.AttributesIntact == 11 },
 		},
 		"a data type changes": {
@@ -235,7 +235,7 @@ func TestSummarizeTargetViolations(t *testing.T) {
 			func(sc *targetScenario) {
 				sc.landings[0].Body = strings.Replace(sc.landings[0].Body, `"amountCents":`, `"amountCents": `, 1)
 			},
-			"1 messages arrived with a body other than the one sent",
+			"1 message arrived with a body other than the one sent",
 			func(s Summary) bool { return s.Target.BodiesIntact == 11 },
 		},
 		"a message of another run": {
@@ -252,7 +252,7 @@ func TestSummarizeTargetViolations(t *testing.T) {
 		},
 		"a copy arrives twice under one lock sent once": {
 			func(sc *targetScenario) { sc.arrive(sc.firstSend(), 100) },
-			"2 copies under one lock (fence 100), yet the target's SQS client sent it in 1 attempt(s)",
+			"2 copies under one lock (fence 100), yet the target's SQS client sent it in 1 attempt",
 			func(s Summary) bool { return s.Target.MoreThanOnce == 1 && s.Target.Explained == 0 },
 		},
 		"the target said not sent, yet it arrived": {
@@ -350,11 +350,11 @@ func TestSummarizeTargetExplainedDuplicates(t *testing.T) {
 					t.Fatalf("ok %v, violations %v, target %+v; want one duplicate explained with %q, OK only with -chaos", s.OK, s.Violations, ts, c.want)
 				}
 				text := s.Render()
-				lines := []string{"more than once      1 keys: 1 explained by a documented limit, 0 not  [ok]", c.want}
+				lines := []string{"more than once      1 key: 1 explained by a documented limit, 0 not  [ok]", c.want}
 				if chaos {
-					lines = append(lines, "(except 1 keys that arrived more than once, each copy explained by a documented limit)")
+					lines = append(lines, "(except 1 key that arrived more than once, each copy explained by a documented limit)")
 				} else {
-					lines = append(lines, "VIOLATION: 1 keys arrived more than once in the target queue although the demo injected no fault ("+sc.firstSend().Key+")", "why: ", "verdict: FAILED")
+					lines = append(lines, "VIOLATION: 1 key arrived more than once in the target queue although the demo injected no fault ("+sc.firstSend().Key+")", "why: ", "verdict: FAILED")
 				}
 				for _, line := range lines {
 					if !strings.Contains(text, line) {
@@ -371,7 +371,7 @@ func TestSummarizeTargetExplainedDuplicates(t *testing.T) {
 func TestProgressLineWithATarget(t *testing.T) {
 	t.Parallel()
 	line := Progress{Resolved: 5, Sent: 10, Processed: 4, Suppressed: 1, Forwarding: true}.Line()
-	if !strings.Contains(line, "5/10 messages done · 4 forwarded · 1 duplicates suppressed") || strings.Contains(line, "processed") {
+	if !strings.Contains(line, "5/10 messages done · 4 forwarded · 1 duplicate suppressed") || strings.Contains(line, "processed") {
 		t.Errorf("line %q", line)
 	}
 }

@@ -111,7 +111,7 @@ func SummarizeTarget(w Workload, landings []Landing, obs Observed, fobs ForwardO
 		}
 	}
 	if len(never) > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("%d keys never arrived in the target queue: %s", len(never), firstFew(never)))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s never arrived in the target queue: %s", count(len(never), "key"), firstFew(never)))
 	}
 	s.checkTargetSends(w, byKey, forwarded, obs)
 	s.checkHealthyDeadLettered(w, obs, ev.RetriesOverride)
@@ -171,10 +171,10 @@ func (s *Summary) checkLandings(w Workload, landings []Landing, message func(Sen
 		}
 	}
 	if len(alteredBody) > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("%d messages arrived with a body other than the one sent: %s", len(alteredBody), firstFew(alteredBody)))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s arrived with a body other than the one sent: %s", count(len(alteredBody), "message"), firstFew(alteredBody)))
 	}
 	if len(alteredAttrs) > 0 {
-		s.Violations = append(s.Violations, fmt.Sprintf("%d messages arrived with other attributes than those sent: %s", len(alteredAttrs), firstFew(alteredAttrs)))
+		s.Violations = append(s.Violations, fmt.Sprintf("%s arrived with other attributes than those sent: %s", count(len(alteredAttrs), "message"), firstFew(alteredAttrs)))
 	}
 	return byKey, forwarded
 }
@@ -232,7 +232,7 @@ func attrText(v sqstypes.MessageAttributeValue) string {
 //     delivered, and its completion never recorded: explained only if the
 //     target could not confirm it (the lock is then kept until it expires),
 //     its invocation was abandoned at its timeout, or its COMPLETED write
-//     failed ("Guarantees and their limits", 1 and 2). A lock that recorded
+//     failed (docs/guarantees.md, limits 1 and 2). A lock that recorded
 //     its completion, or whose message the target reported as not sent, or
 //     that no delivery of the processor carried, is a problem.
 func explainTargetDuplicate(key string, ls []Landing, fobs ForwardObserved, h history, invs map[string]InvocationInfo) TargetDuplicate {
@@ -257,10 +257,10 @@ func explainTargetDuplicate(key string, ls []Landing, fobs ForwardObserved, h hi
 		if n := copies[fence]; n > 1 {
 			attempts := fobs.Attempts[lockID{Key: key, Fence: fence}]
 			if attempts < 2 {
-				d.Problem = fmt.Sprintf("%d copies under one lock (fence %d), yet the target's SQS client sent it in %d attempt(s)", n, fence, attempts)
+				d.Problem = fmt.Sprintf("%d copies under one lock (fence %d), yet the target's SQS client sent it in %s", n, fence, count(attempts, "attempt"))
 				return d
 			}
-			d.Causes = append(d.Causes, fmt.Sprintf("fence %d: one lock's message sent again by the SDK after an attempt whose answer was lost (%d attempts)", fence, attempts))
+			d.Causes = append(d.Causes, fmt.Sprintf("fence %d: one lock's message sent again by the SDK after an attempt whose answer was lost (%s)", fence, count(attempts, "attempt")))
 		}
 	}
 	for i, fence := range d.Fences[:len(d.Fences)-1] {
@@ -333,17 +333,17 @@ func (s Summary) renderTargetSetup(p printer) {
 // message sent ended.
 func (s Summary) renderTargetOutcomes(p printer) {
 	ts := s.Target
-	p("target queue          %d messages arrived in %s (read as they came, drained at the end)", ts.Arrived, ts.Queue)
-	p("  keys sent           %d, in %d copies (first sends and re-sends with new messageIds)", ts.KeysSent, ts.CopiesSent)
-	p("  exactly once        %d keys", ts.ExactlyOnce)
+	p("target queue          %s arrived in %s (read as they came, drained at the end)", count(ts.Arrived, "message"), ts.Queue)
+	p("  keys sent           %d, in %s (first sends and re-sends with new messageIds)", ts.KeysSent, count(ts.CopiesSent, "copy"))
+	p("  exactly once        %s", count(ts.ExactlyOnce, "key"))
 	if ts.MoreThanOnce == 0 {
 		p("  more than once      0 keys  [ok]")
 	} else {
-		p("  more than once      %d keys: %d explained by a documented limit, %d not  [%s]", ts.MoreThanOnce, ts.Explained, ts.MoreThanOnce-ts.Explained, mark(ts.MoreThanOnce == ts.Explained))
+		p("  more than once      %s: %d explained by a documented limit, %d not  [%s]", count(ts.MoreThanOnce, "key"), ts.Explained, ts.MoreThanOnce-ts.Explained, mark(ts.MoreThanOnce == ts.Explained))
 	}
-	p("  never arrived       %d keys  [%s]", ts.NeverArrived, mark(ts.NeverArrived == 0))
-	p("  bodies intact       %d of %d messages, byte for byte  [%s]", ts.BodiesIntact, ts.Arrived, mark(ts.BodiesIntact == ts.Arrived))
-	p("  attributes intact   %d of %d messages: %s", ts.AttributesIntact, ts.Arrived, strings.Join(ts.SentAttributes, ", "))
+	p("  never arrived       %s  [%s]", count(ts.NeverArrived, "key"), mark(ts.NeverArrived == 0))
+	p("  bodies intact       %d of %s, byte for byte  [%s]", ts.BodiesIntact, count(ts.Arrived, "message"), mark(ts.BodiesIntact == ts.Arrived))
+	p("  attributes intact   %d of %s: %s", ts.AttributesIntact, count(ts.Arrived, "message"), strings.Join(ts.SentAttributes, ", "))
 	p("                      byte for byte, plus %s (= the body's orderId) and %s  [%s]", target.AttrKey, target.AttrFence, mark(ts.AttributesIntact == ts.Arrived))
 	for _, d := range ts.Duplicates {
 		what := strings.Join(d.Causes, "; ")
@@ -352,9 +352,10 @@ func (s Summary) renderTargetOutcomes(p printer) {
 		}
 		p("  %-19s %d copies, fences %s; %s", d.Key, d.Arrivals, joinInt64s(d.Fences), what)
 	}
-	p("forwarded             %d messages sent on to the target queue: per key, the copy that took the lock", s.Processed)
-	p("duplicates suppressed %d re-sent messages deleted without being forwarded", s.DuplicatesSuppressed)
-	p("dead-lettered         %d messages reached the dead-letter queue", s.DeadLettered)
+	p("forwarded             %s sent on to the target queue: per key, the copy that took the lock", count(s.Processed, "message"))
+	p("duplicates suppressed %s deleted without being forwarded", count(s.DuplicatesSuppressed, "re-sent message"))
+	s.renderRuntime(p)
+	p("dead-lettered         %s reached the dead-letter queue", count(s.DeadLettered, "message"))
 	s.renderHealthyDeadLettered(p)
 	p("replays               %d sent back to the main queue by the DLQ replayer", s.Replays.Total)
 }

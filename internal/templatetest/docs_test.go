@@ -16,8 +16,9 @@ const (
 	tableEnd   = "<!-- params:end -->"
 )
 
-// parameterTable renders the README's parameter table from the template: one
-// row per parameter in the order of the console's parameter groups.
+// parameterTable renders the configuration reference's parameter table from
+// the template: one row per parameter in the order of the console's
+// parameter groups.
 func parameterTable(tmpl samstack.Template) string {
 	byName := map[string]samstack.Parameter{}
 	for _, p := range tmpl.Parameters() {
@@ -54,21 +55,24 @@ func parameterTable(tmpl samstack.Template) string {
 	return b.String()
 }
 
-// TestReadmeParameterTable keeps the README's table what the template says.
-func TestReadmeParameterTable(t *testing.T) {
+// TestDocsParameterTable keeps the configuration reference's parameter
+// table what the template says: every parameter, its default, its limits
+// and its description, and no other.
+func TestDocsParameterTable(t *testing.T) {
 	t.Parallel()
+	const page = "docs/configuration.md"
 	want := parameterTable(translatedTemplate(t))
-	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root(t), filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
+	s := string(doc)
 	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %s ... %s region; it should hold:\n%s", tableStart, tableEnd, want)
+		t.Fatalf("%s has no %s ... %s region; it should hold:\n%s", page, tableStart, tableEnd, want)
 	}
 	got := strings.TrimSpace(s[i+len(tableStart) : j])
 	if got != strings.TrimSpace(want) {
-		t.Errorf("README.md's parameter table differs from template.yaml; replace the region with:\n%s", want)
+		t.Errorf("%s's parameter table differs from template.yaml; replace the region with:\n%s", page, want)
 	}
 }

@@ -1,0 +1,318 @@
+package docs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
+)
+
+const reference = "docs/configuration.md"
+
+// table returns the rows of the first table under the heading named
+// section in page, each a slice of its cells with the backquotes kept.
+func table(t testing.TB, page, section string) [][]string {
+	t.Helper()
+	lines := strings.Split(prose(read(t, page)), "\n")
+	i := slices.Index(lines, section)
+	if i < 0 {
+		t.Fatalf("%s has no heading %q", page, section)
+	}
+	var rows [][]string
+	for _, l := range lines[i+1:] {
+		if strings.HasPrefix(l, "#") {
+			break
+		}
+		if !strings.HasPrefix(l, "|") {
+			if len(rows) > 0 {
+				break
+			}
+			continue
+		}
+		l = strings.ReplaceAll(l, `\|`, "\x00")
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(l, "|"), "|") {
+			cells = append(cells, strings.TrimSpace(strings.ReplaceAll(c, "\x00", "|")))
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) < 3 {
+		t.Fatalf("%s: no table under %q", page, section)
+	}
+	return rows[2:] // the header and its rule
+}
+
+// A binary's configuration reader, as its main runs it: the variables
+// through lookup, an error naming every bad one.
+type loader struct {
+	section string
+	// base is the least environment the binary starts with.
+	base map[string]string
+	load func(envconfig.Lookup) error
+	// unread lists variables the binary reads other than through lookup.
+	unread []string
+}
+
+var binaries = []loader{
+	{
+		section: "## Processor variables",
+		base:    map[string]string{"IDEMPOTENCY_TABLE": "orders-idempotency", "AWS_LAMBDA_FUNCTION_NAME": "orders-processor"},
+		load:    loadProcessor,
+	},
+	{
+		section: "## Replayer variables",
+		base: map[string]string{
+			"MAIN_QUEUE_URL":     "https://sqs.us-east-1.amazonaws.com/123456789012/main",
+			"OPERATOR_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/operator",
+		},
+		load: func(l envconfig.Lookup) error { _, err := replay.LoadConfig(l); return err },
+		// The metrics' dimension: replay.NewHandler reads it from the
+		// process's environment, where Lambda sets it.
+		unread: []string{"AWS_LAMBDA_FUNCTION_NAME"},
+	},
+}
+
+// loadProcessor reads the environment as cmd/processor does
+// (sqsonce.ConfigFromEnv, and TARGET with target.FromEnv), then builds the
+// processor with New, whose checks a variable must pass too. The store is
+// sqsoncetest's: nothing here reaches AWS.
+func loadProcessor(lookup envconfig.Lookup) error {
+	cfg, err := sqsonce.ConfigFromEnv(lookup)
+	tg, terr := target.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
+	if err := errors.Join(err, terr); err != nil {
+		return err
+	}
+	cfg.Store, cfg.AWS = sqsoncetest.NewStore(), aws.Config{Region: "us-east-1"}
+	var h sqsonce.Handler = func(context.Context, events.SQSMessage) error { return nil }
+	if tg != nil {
+		cfg.Target, h = tg, nil
+	}
+	_, err = sqsonce.New(cfg, h)
+	return err
+}
+
+// reads returns the variables load asks for, with env set and with only
+// the base set, so that a variable read only when another is set shows up.
+func (b loader) reads(env map[string]string) []string {
+	seen := map[string]bool{}
+	for _, e := range []map[string]string{env, b.base} {
+		_ = b.load(func(name string) (string, bool) {
+			seen[name] = true
+			v, ok := e[name]
+			return v, ok
+		})
+	}
+	for _, n := range b.unread {
+		seen[n] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func (b loader) starts(env map[string]string) error { return b.load(envconfig.Map(env)) }
+
+// name is a table's first cell without its backquotes and placeholder:
+// "`--max N`" is "--max".
+func name(cell string) string {
+	f := strings.Fields(strings.Trim(cell, "`"))
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.Trim(f[0], "`")
+}
+
+// TestConfigurationListsWhatTheBinariesRead: the reference's tables of
+// variables are exactly what each binary reads, no more, no fewer.
+func TestConfigurationListsWhatTheBinariesRead(t *testing.T) {
+	t.Parallel()
+	for _, b := range binaries {
+		documented := map[string]string{}
+		for _, row := range table(t, reference, b.section) {
+			documented[name(row[0])] = "x"
+		}
+		// Every documented variable set, so that one read only beside
+		// another (TARGET_EVENT_SOURCE with TARGET) is asked for too.
+		env := maps.Clone(b.base)
+		for n := range documented {
+			if _, ok := env[n]; !ok {
+				env[n] = "x"
+			}
+		}
+		env["TARGET"] = "events:default"
+		got := b.reads(env)
+		want := slices.Sorted(maps.Keys(documented))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %q lists %v\nthe binary reads %v", reference, b.section, want, got)
+		}
+	}
+}
+
+var (
+	rangeCell = regexp.MustCompile(`^(-?\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)\b`)
+	enumCell  = regexp.MustCompile("^`[a-z]+`(?:(?:, | or )`[a-z]+`)+$")
+	bytesCell = regexp.MustCompile(`^at most (\d+) bytes of UTF-8, without ` + "`#`" + `, white space`)
+)
+
+// TestConfigurationLimitsAreTheCodes: each limit the reference states is
+// the one the code enforces, tried at its edges and just past them, so that
+// the number lives in the code and the text cannot drift from it.
+func TestConfigurationLimitsAreTheCodes(t *testing.T) {
+	t.Parallel()
+	for _, b := range binaries {
+		for _, row := range table(t, reference, b.section) {
+			v, def, values := name(row[0]), row[1], row[2]
+			try := func(value string, ok bool, why string) {
+				t.Helper()
+				env := maps.Clone(b.base)
+				env[v] = value
+				if err := b.starts(env); (err == nil) != ok {
+					t.Errorf("%s: %s=%q (%s): the binary says %v, the reference %q says it should start: %v", reference, v, value, why, err, values, ok)
+				}
+			}
+			if def == "required" {
+				env := maps.Clone(b.base)
+				delete(env, v)
+				if err := b.starts(env); err == nil {
+					t.Errorf("%s: %s is documented as required, but the binary starts without it", reference, v)
+				}
+			}
+			switch {
+			case rangeCell.MatchString(values):
+				m := rangeCell.FindStringSubmatch(values)
+				lo, _ := strconv.ParseFloat(m[1], 64)
+				hi, _ := strconv.ParseFloat(m[2], 64)
+				try(m[1], true, "the lower limit")
+				try(m[2], true, "the upper limit")
+				try(decimal(lo-1), false, "below the lower limit")
+				try(decimal(hi+1), false, "above the upper limit")
+				// Seconds take fractions unless the row says whole.
+				fractions := strings.Contains(values, "fractions") ||
+					strings.Contains(values, "seconds") && !strings.Contains(values, "whole")
+				if lo+0.5 < hi {
+					try(decimal(lo+0.5), fractions, "a fraction")
+				}
+			case enumCell.MatchString(values):
+				for _, e := range inlineCode.FindAllString(values, -1) {
+					try(strings.Trim(e, "`"), true, "a documented value")
+				}
+				try("sometimes", false, "not a documented value")
+			case bytesCell.MatchString(values):
+				n, _ := strconv.Atoi(bytesCell.FindStringSubmatch(values)[1])
+				try(strings.Repeat("p", n), true, "the limit")
+				try(strings.Repeat("p", n+1), false, "past the limit")
+				try(strings.Repeat("é", n/2), true, "UTF-8 at the limit")
+				try("a#b", false, "a '#'")
+				try("a b", false, "a space")
+				try("a\u200bb", false, "an invisible character")
+			case strings.HasPrefix(values, "a queue URL"):
+				try("https://sqs.eu-west-1.amazonaws.com/111122223333/orders", true, "a queue URL")
+				try("orders", false, "not a URL")
+			}
+		}
+	}
+}
+
+func decimal(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// cliHelp runs sqs-once with args and returns what it printed.
+func cliHelp(t testing.TB, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := ops.Main(context.Background(), args, ops.IO{Stdout: &out, Stderr: &errOut}); code != ops.ExitOK {
+		t.Fatalf("sqs-once %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	return out.String()
+}
+
+var helpFlag = regexp.MustCompile(`^\s+(?:-\w, )?--([a-z][a-z-]*)`)
+
+// helpSection returns the names in a section ("Flags:", "Global Flags:",
+// "Available Commands:") of a cobra help text.
+func helpSection(help, section string) []string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(help, "\n") {
+		switch {
+		case l == section:
+			in = true
+		case in && strings.TrimSpace(l) == "":
+			return out
+		case in && section == "Available Commands:":
+			out = append(out, strings.Fields(l)[0])
+		case in:
+			if m := helpFlag.FindStringSubmatch(l); m != nil && m[1] != "help" {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+// TestConfigurationListsEveryCLIFlag: the reference's table of the CLI's
+// flags names every flag of every command, each with the commands that
+// take it, and nothing the CLI does not take.
+func TestConfigurationListsEveryCLIFlag(t *testing.T) {
+	t.Parallel()
+	// What the CLI takes: command -> flags; "" is the root alone, "*" every
+	// command (the persistent flags).
+	root := cliHelp(t, "--help")
+	took := map[string][]string{}
+	for _, cmd := range helpSection(root, "Available Commands:") {
+		if cmd == "help" || cmd == "completion" {
+			continue
+		}
+		help := cliHelp(t, cmd, "--help")
+		took[cmd] = helpSection(help, "Flags:")
+		took["*"] = helpSection(help, "Global Flags:")
+	}
+	for _, f := range helpSection(root, "Flags:") {
+		if !slices.Contains(took["*"], f) {
+			took[""] = append(took[""], f)
+		}
+	}
+	documented := map[string][]string{}
+	for _, row := range table(t, reference, "## The sqs-once CLI") {
+		flag := strings.TrimPrefix(name(row[0]), "--")
+		switch cmds := row[1]; {
+		case cmds == "every command":
+			documented["*"] = append(documented["*"], flag)
+		case strings.HasPrefix(cmds, "`sqs-once`"):
+			documented[""] = append(documented[""], flag)
+		default:
+			for _, c := range inlineCode.FindAllString(cmds, -1) {
+				documented[strings.Trim(c, "`")] = append(documented[strings.Trim(c, "`")], flag)
+			}
+		}
+	}
+	all := map[string]bool{}
+	for k := range took {
+		all[k] = true
+	}
+	for k := range documented {
+		all[k] = true
+	}
+	for _, cmd := range slices.Sorted(maps.Keys(all)) {
+		got, want := slices.Sorted(slices.Values(took[cmd])), slices.Sorted(slices.Values(documented[cmd]))
+		if !slices.Equal(got, want) {
+			label := map[string]string{"*": "every command", "": "sqs-once alone"}[cmd]
+			if label == "" {
+				label = cmd
+			}
+			t.Errorf("%s: flags of %s: documented %v, the CLI takes %v", reference, label, want, got)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/sqsonce"
+)
+
+// count is n and the noun that agrees with it: "1 message", "2 messages",
+// "0 messages".
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
+}
+
+// plural is one for n == 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Reasons are the values of sqs-once-reason that sqs-once writes on a
+// message it sends to the operator queue: the processor's and the
+// replayer's. redrive --reason accepts only these: a typo would match no
+// message and move nothing. TestReasonsAreEveryReasonWritten keeps the list
+// equal to the Reason constants of both packages.
+var Reasons = []string{
+	sqsonce.ReasonPermanent,
+	sqsonce.ReasonPayloadMismatch,
+	sqsonce.ReasonTargetRefused,
+	replay.ReasonMaxAttempts,
+	replay.ReasonInvalidCounter,
+	replay.ReasonAttributeLimit,
+	replay.ReasonMissingGroupID,
+	replay.ReasonExpired,
+}
+
+// checkReason refuses a --reason that sqs-once never writes, naming the
+// ones it does and the closest to what was typed.
+func checkReason(reason string) error {
+	if reason == "" || slices.Contains(Reasons, reason) {
+		return nil
+	}
+	known := slices.Sorted(slices.Values(Reasons))
+	hint := ""
+	best, bestDist := "", 3 // suggest only a near miss: two edits at most
+	for _, r := range known {
+		if d := editDistance(reason, r); d < bestDist {
+			best, bestDist = r, d
+		}
+	}
+	if best != "" {
+		hint = " Did you mean " + best + "?"
+	}
+	return fmt.Errorf("%w: --reason %q is not a reason sqs-once writes, so it would match no message; the reasons are %s.%s",
+		ErrUsage, reason, strings.Join(known, ", "), hint)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
