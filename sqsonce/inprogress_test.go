@@ -3,6 +3,8 @@ package sqsonce_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,7 +115,9 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 // processor makes no SQS call: the in-progress record is simply retried.
 func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 	store := sqsoncetest.NewStore()
-	p, err := sqsonce.New(sqsonce.Config{Store: store, Now: store.Now, KeyPrefix: "orders"}, func(context.Context, events.SQSMessage) error { return nil })
+	var log syncBuffer
+	p, err := sqsonce.New(sqsonce.Config{Store: store, Now: store.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
+		func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +125,10 @@ func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q"}}})
 	if err != nil || len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("Handle = %v, %v; want the record retried", resp, err)
+	}
+	// A visibility change attempted without AWS would fail and say so.
+	if strings.Contains(log.String(), "visibility") || !strings.Contains(log.String(), "in progress elsewhere") {
+		t.Fatalf("log:\n%s\nwant the in-progress line and no visibility change", log.String())
 	}
 }
 
