@@ -18,6 +18,7 @@ type completedCache struct {
 type completion struct {
 	until       time.Time
 	payloadHash string
+	result      []byte
 }
 
 // newCompletedCache returns a cache of at most size keys (least recently
@@ -26,28 +27,32 @@ func newCompletedCache(size int) *completedCache {
 	return &completedCache{entries: lru.New[string, completion](size)}
 }
 
-// held is the cached refusal of key at now: a *HeldError for a duplicate, a
-// *PayloadMismatchError for another payload, nil when the cache cannot say.
-func (c *completedCache) held(id, payloadHash string, now time.Time) error {
+// held is the cached refusal of key at now: a *HeldError for a duplicate
+// (with its stored result), a *PayloadMismatchError for another payload,
+// nil when the cache cannot say.
+func (c *completedCache) held(id, payloadHash string, now time.Time) ([]byte, error) {
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	done, ok := c.entries.Get(id)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if !now.Before(done.until) {
 		c.entries.Remove(id)
-		return nil
+		return nil, nil
 	}
 	if payloadHash != "" && done.payloadHash != "" && done.payloadHash != payloadHash {
-		return &PayloadMismatchError{ID: id, Status: StatusCompleted}
+		return nil, &PayloadMismatchError{ID: id, Status: StatusCompleted}
 	}
-	return &HeldError{Record: Record{ID: id, Status: StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash}}
+	return done.result, &HeldError{Record: Record{ID: id, Status: StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash, Result: done.result}}
 }
 
-func (c *completedCache) add(id string, until time.Time, payloadHash string) {
+// add remembers a completion, with its stored result (DoResult's): the
+// cache's memory is its entries' results, at most Config.LocalCache of
+// them.
+func (c *completedCache) add(id string, until time.Time, payloadHash string, result []byte) {
 	if c != nil {
-		c.entries.Add(id, completion{until: until, payloadHash: payloadHash})
+		c.entries.Add(id, completion{until: until, payloadHash: payloadHash, result: result})
 	}
 }

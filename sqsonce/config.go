@@ -56,8 +56,10 @@ type Config struct {
 	// LockTimeout is how long a lock lasts before another holder may take
 	// it over (LOCK_TIMEOUT); it is renewed every third of it while the
 	// handler runs. Zero: until the invocation's deadline plus 5 s, not
-	// renewed; under a context without a deadline (Do outside Lambda), 15
-	// minutes. At most 12 hours.
+	// renewed; under a context without a deadline (Do in a job or a
+	// server), 30 seconds, renewed every 10 seconds while the function runs,
+	// so a process killed inside it frees its key within 30 seconds. At
+	// most 12 hours.
 	LockTimeout time.Duration
 	// DedupeWindow is how long a completed key suppresses duplicates
 	// (DEDUPE_WINDOW). Zero: 24 hours. At most 366 days.
@@ -88,8 +90,33 @@ type Config struct {
 	// LocalCache is how many completed keys the process remembers, to answer
 	// a repeated duplicate with no store call (LOCAL_CACHE). Zero: off. At
 	// most 1,000,000. A record deleted by hand is still a duplicate here
-	// until its window ends.
+	// until its window ends. It keeps DoResult's stored results too: its
+	// memory is at most this many of them.
 	LocalCache int
+	// HashKeys stores and shows the SHA-256 of each key (HashKey) instead
+	// of the key (HASH_KEYS=on): record ids are "<prefix>#<hash>", and logs,
+	// metrics and Outcome carry the hash, so order ids or e-mail addresses
+	// stay out of the table and the logs; keys may then be longer than
+	// 1024 bytes. Changing it on a live table starts every key afresh (its
+	// old record is under the other id): switch it only with a new
+	// KeyPrefix, or when no duplicate is expected within DedupeWindow. The
+	// CLI's inspect, release and forget take the plain key with --hash-keys.
+	HashKeys bool
+	// WaitInProgress is how long Do and DoResult wait when another holder
+	// has the key's live lock (zero: no wait, ErrInProgress at once). The
+	// record is re-read at growing, jittered intervals (50 ms doubling to 1
+	// s); when the holder completes, the call returns its outcome (DoResult:
+	// its stored result); when it releases or its lock expires, the call
+	// takes the lock and runs its function. Bounded by the context too. At
+	// most 15 minutes. Handle does not wait: a record in progress is retried
+	// (InProgress).
+	WaitInProgress time.Duration
+	// OnOutcome, when set, is called once per record at the end of Handle,
+	// and once per Do or DoResult, with what happened (Outcome); the
+	// metrics are counted from the same Outcomes. It runs on the calling
+	// goroutine and delays the caller as long as it runs: keep it short.
+	// Concurrent calls of Handle or Do call it concurrently.
+	OnOutcome func(context.Context, Outcome)
 	// Target, when set, receives the records instead of a Handler (TARGET,
 	// read by target.FromEnv): package sqsonce/target delivers to an
 	// existing Lambda function, queue, topic or bus. A record is completed
@@ -144,6 +171,7 @@ const (
 	maxLocalCache     = 1_000_000
 	maxPrefixBytes    = 128
 	maxKeyBytes       = 1024
+	maxWait           = 15 * time.Minute
 	defaultConcurrent = 10
 )
 
@@ -163,6 +191,7 @@ var variables = map[string]string{
 	"Target":             "TARGET",
 	"QueueURL":           "QUEUE_URL",
 	"FunctionName":       "AWS_LAMBDA_FUNCTION_NAME",
+	"HashKeys":           "HASH_KEYS",
 }
 
 // setting is how an error or log line names field: its variable when the
@@ -225,6 +254,9 @@ func (c Config) check(hasHandler bool) (Config, error) {
 	}
 	if c.LocalCache < 0 || c.LocalCache > maxLocalCache {
 		bad("LocalCache", "%d is not from 0 to %d", c.LocalCache, maxLocalCache)
+	}
+	if c.WaitInProgress < 0 || c.WaitInProgress > maxWait {
+		bad("WaitInProgress", "%v is not from 0 (no wait) to %v", c.WaitInProgress, maxWait)
 	}
 	if c.FailureBackoffBase < 0 || c.FailureBackoffBase > maxVisibility {
 		bad("FailureBackoffBase", "%v is not from 0 to %v", c.FailureBackoffBase, maxVisibility)
@@ -308,6 +340,7 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		ValidatePayload:    r.OneOf("PAYLOAD_VALIDATION", "off", "on", "off") == "on",
 		LocalCache:         r.Int("LOCAL_CACHE", 0, 0, maxLocalCache),
 		QueueURL:           r.QueueURL("QUEUE_URL", false),
+		HashKeys:           r.OneOf("HASH_KEYS", "off", "on", "off") == "on",
 		fromEnv:            true,
 	}
 	c.KeyPrefix = r.String("KEY_PREFIX", c.FunctionName)

@@ -104,7 +104,7 @@ func TestKeySource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := src.keyOf(tt.msg, "IDEMPOTENCY_KEY")
+			got, err := src.keyOf(tt.msg, "IDEMPOTENCY_KEY", maxKeyBytes)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "IDEMPOTENCY_KEY="+tt.source) {
 					t.Errorf("key = %q, %v; want ErrNoKey naming IDEMPOTENCY_KEY=%s and saying %q", got, err, tt.source, tt.wantErr)

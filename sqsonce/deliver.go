@@ -148,5 +148,5 @@ func (p *Processor) finish(ctx context.Context, hd *held, err error) outcome {
 			"outcome", "delivery-unknown", "fence", lease.Fence, "lockExpiresAt", lease.LockExpiresAt, "error", err)
 		return retried(FailureDeliveryUnknown)
 	}
-	return p.report(ctx, hd.log, hd.hold.finish(ctx, err))
+	return p.report(ctx, hd.log, hd.hold.finish(ctx, nil, err))
 }

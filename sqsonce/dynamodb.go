@@ -33,6 +33,8 @@ const (
 	attrFence = "fence"
 	// attrPayloadHash is the hash of the message the lock was taken for.
 	attrPayloadHash = "payloadHash"
+	// attrResult is a COMPLETED record's stored result (Binary).
+	attrResult = "result"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client the store uses.
@@ -145,7 +147,9 @@ func acquireExpression(req AcquireRequest) (expression.Expression, error) {
 		// Set even when empty: a takeover must not inherit the hash of the
 		// record it replaces.
 		Set(expression.Name(attrPayloadHash), expression.Value(req.PayloadHash)).
-		Set(fence, expression.Plus(expression.IfNotExists(fence, expression.Value(FenceSeed(req.Now))), expression.Value(1)))
+		Set(fence, expression.Plus(expression.IfNotExists(fence, expression.Value(FenceSeed(req.Now))), expression.Value(1))).
+		// A takeover of an ended window must not answer with its result.
+		Remove(expression.Name(attrResult))
 	return expression.NewBuilder().
 		WithCondition(absent.Or(released, lockExpired, windowEnded)).
 		WithUpdate(update).
@@ -172,10 +176,15 @@ func (s *DynamoDBStore) Renew(ctx context.Context, lease Lease, lockUntil time.T
 
 // Complete implements Store. A repeat of an applied completion passes its
 // condition again (the owner is unchanged) and rewrites the same record.
-func (s *DynamoDBStore) Complete(ctx context.Context, lease Lease, until time.Time) error {
+func (s *DynamoDBStore) Complete(ctx context.Context, lease Lease, until time.Time, result []byte) error {
 	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusCompleted))).
 		Set(expression.Name(AttrExpiresAt), expression.Value(until.Unix())).
 		Remove(expression.Name(attrLockExpiresAt))
+	if result != nil {
+		// Binary: stored as given, counted as its length against the
+		// item's 400 KB.
+		update = update.Set(expression.Name(attrResult), expression.Value(&types.AttributeValueMemberB{Value: result}))
+	}
 	return s.ownedUpdate(ctx, "complete", lease, ownedBy(lease.Owner), update)
 }
 
@@ -348,6 +357,9 @@ func parseRecord(item map[string]types.AttributeValue) (Record, error) {
 		Owner:       stringAttr(item, attrOwner),
 		Fence:       numberAttr(item, attrFence),
 		PayloadHash: stringAttr(item, attrPayloadHash),
+	}
+	if v, ok := item[attrResult].(*types.AttributeValueMemberB); ok {
+		rec.Result = v.Value
 	}
 	if n, ok := numberAttrOK(item, AttrExpiresAt); ok {
 		rec.ExpiresAt = time.Unix(n, 0)

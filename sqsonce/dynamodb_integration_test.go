@@ -117,7 +117,7 @@ func doProcessor(t *testing.T, store sqsonce.Store, now time.Time, localCache in
 // The lock of a Do under a context without a deadline, with LockTimeout
 // zero (Config's documentation), and the default window.
 const (
-	noDeadlineLock = 15 * time.Minute
+	noDeadlineLock = 30 * time.Second
 	defaultWindow  = 24 * time.Hour
 )
 

@@ -120,14 +120,14 @@ func (p *Processor) forwardPermanent(ctx context.Context, records []events.SQSMe
 // A failure here only costs the delay: the records are retried after the
 // queue's own visibility timeout. Without an SQS client (no AWS
 // configuration: a test on sqsoncetest's store) nothing is changed.
-func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessage, outcomes []outcome) (backoffs, hidden int) {
+func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessage, outcomes []outcome) {
 	if p.sqs == nil {
-		return 0, 0
+		return
 	}
 	var failed []events.SQSMessage
-	var kinds []outcome
-	for i, o := range outcomes {
-		if o.verdict == retry && (!o.hideUntil.IsZero() || p.cfg.FailureBackoffBase > 0) {
+	var kinds []*outcome
+	for i := range outcomes {
+		if o := &outcomes[i]; o.verdict == retry && (!o.hideUntil.IsZero() || p.cfg.FailureBackoffBase > 0) {
 			failed = append(failed, records[i])
 			kinds = append(kinds, o)
 		}
@@ -193,7 +193,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 				case !kind[i].hideUntil.IsZero():
 					p.log.InfoContext(ctx, "in-progress record hidden until the lock can be taken over", "messageId", chunk[i].MessageId,
 						"visibilityTimeout", e.VisibilityTimeout, "lockExpiresAt", kind[i].hideUntil)
-					hidden++
+					kind[i].inProgressHidden = true
 					continue
 				case e.VisibilityTimeout == 0:
 					p.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
@@ -201,11 +201,10 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 				default:
 					p.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
 				}
-				backoffs++
+				kind[i].backoffApplied = true
 			}
 		}
 	}
-	return backoffs, hidden
 }
 
 // inProgressDelay is how long to hide a record refused by a lock that can

@@ -103,12 +103,13 @@ func (k KeySource) String() string {
 // reads it, or an error matching ErrNoKey: for a program that predicts
 // which record a message will lock (the local demo's -stack mode).
 func (k KeySource) Key(msg events.SQSMessage) (string, error) {
-	return k.keyOf(msg, "Config.Key")
+	return k.keyOf(msg, "Config.Key", maxKeyBytes)
 }
 
-// keyOf returns the record's idempotency key. setting names where the key
-// source came from, for the error: "IDEMPOTENCY_KEY" or "Config.Key".
-func (k KeySource) keyOf(msg events.SQSMessage, setting string) (string, error) {
+// keyOf returns the record's idempotency key, of at most maxBytes bytes (0:
+// any length, for hashed keys). setting names where the key source came
+// from, for the error: "IDEMPOTENCY_KEY" or "Config.Key".
+func (k KeySource) keyOf(msg events.SQSMessage, setting string, maxBytes int) (string, error) {
 	key, err := k.key(msg)
 	if err != nil {
 		return "", fmt.Errorf("%w (%s=%s): %v", ErrNoKey, setting, k, err)
@@ -116,8 +117,8 @@ func (k KeySource) keyOf(msg events.SQSMessage, setting string) (string, error) 
 	if key == "" {
 		return "", fmt.Errorf("%w (%s=%s): empty value", ErrNoKey, setting, k)
 	}
-	if len(key) > maxKeyBytes {
-		return "", fmt.Errorf("%w (%s=%s): value of %d bytes exceeds %d", ErrNoKey, setting, k, len(key), maxKeyBytes)
+	if maxBytes > 0 && len(key) > maxBytes {
+		return "", fmt.Errorf("%w (%s=%s): value of %d bytes exceeds %d (HashKeys lifts the limit)", ErrNoKey, setting, k, len(key), maxBytes)
 	}
 	// DynamoDB strings are UTF-8, and the SDK writes each invalid byte as
 	// U+FFFD: two such keys (a KeyFunc's raw hash, say) would share a record.

@@ -17,7 +17,7 @@ func keyOfSource(t *testing.T, s string, msg events.SQSMessage) (string, error) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return src.keyOf(msg, "IDEMPOTENCY_KEY")
+	return src.keyOf(msg, "IDEMPOTENCY_KEY", maxKeyBytes)
 }
 
 // A body key must be one unambiguous string: whatever a producer writes,
@@ -162,11 +162,11 @@ func TestTypedKeySources(t *testing.T) {
 		}
 		return m.Body, nil
 	})
-	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "Config.Key"); err != nil || got != "k-1" {
+	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "Config.Key", maxKeyBytes); err != nil || got != "k-1" {
 		t.Errorf("KeyFunc key = %q, %v; want k-1", got, err)
 	}
 	for body, want := range map[string]string{"": "empty body", strings.Repeat("x", 1025): "exceeds"} {
-		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "Config.Key"); !errors.Is(err, ErrNoKey) ||
+		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "Config.Key", maxKeyBytes); !errors.Is(err, ErrNoKey) ||
 			!strings.Contains(err.Error(), "Config.Key=a key function") || !strings.Contains(err.Error(), want) {
 			t.Errorf("KeyFunc refusal %v, want ErrNoKey naming Config.Key and saying %q", err, want)
 		}

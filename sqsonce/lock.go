@@ -20,9 +20,11 @@ const (
 	// deadlineMargin extends a lock past the invocation's deadline, for clock
 	// skew between the host that takes the lock and the one that checks it.
 	deadlineMargin = 5 * time.Second
-	// noDeadlineLockTimeout bounds the lock of a context without a deadline:
-	// Lambda's longest timeout, so a lock is never open-ended.
-	noDeadlineLockTimeout = 15 * time.Minute
+	// noDeadlineLock is the lock under a context without a deadline and a
+	// zero LockTimeout (a job, a server's request): short, and renewed every
+	// third of it while fn runs, so that a process killed inside fn frees
+	// its key within this time, and a slow fn keeps it as long as it runs.
+	noDeadlineLock = 30 * time.Second
 	// maxCompletionReserve is the most of an invocation's remaining time kept
 	// back from the handler for writing its outcome (a tenth of it, at most
 	// this).
@@ -95,6 +97,10 @@ type lockResult struct {
 	// not renew it before it expired; fn's context was cancelled with
 	// ErrLockLost as its cause.
 	lockLost bool
+	// result is the stored result of a duplicate (nil: none stored).
+	result []byte
+	// waited is how long the call waited for another holder (WaitInProgress).
+	waited time.Duration
 }
 
 // locker runs functions at most once per key within the dedupe window, as
@@ -102,9 +108,12 @@ type lockResult struct {
 type locker struct {
 	store  Store
 	prefix string
+	// hashKeys: record ids hold the SHA-256 of the key (Config.HashKeys).
+	hashKeys bool
 	// lockTimeout, when positive, is the lock's length, and the lock is
 	// renewed every third of it while fn runs; otherwise the lock lasts
-	// until the context's deadline plus deadlineMargin and is not renewed.
+	// until the context's deadline plus deadlineMargin and is not renewed,
+	// or, without a deadline, noDeadlineLock, renewed.
 	lockTimeout time.Duration
 	window      time.Duration
 	now         func() time.Time
@@ -118,24 +127,135 @@ type locker struct {
 	cache *completedCache
 	// newOwner makes the token that identifies one acquisition.
 	newOwner func() string
+	// rand returns uniform values in [0, 1): the jitter of a wait.
+	rand func() float64
+}
+
+// recordID is key's record id.
+func (g *locker) recordID(key string) string {
+	if g.hashKeys {
+		return RecordID(g.prefix, HashKey(key))
+	}
+	return RecordID(g.prefix, key)
+}
+
+// shownKey is the key as logs, metrics and outcomes show it: its hash when
+// keys are hashed.
+func (g *locker) shownKey(key string) string {
+	if g.hashKeys {
+		return HashKey(key)
+	}
+	return key
 }
 
 // completeAttempts bounds the retries of a completion write that failed for
 // a reason other than a lost lock.
 const completeAttempts = 4
 
-// do acquires key, runs fn under the lock and records the outcome. fn runs
-// only while this call holds the lock, and never when the store is failing.
-// Only fn returning nil counts as success: a panic, or an exit through
-// runtime.Goexit, is a failure and releases the lock. A key held for
-// another payloadHash ("" validates nothing) is payloadMismatch, not
-// duplicate. fn's context carries the key and fencing token (Key, Fence).
-func (g *locker) do(ctx context.Context, key, payloadHash string, fn func(context.Context) error) lockResult {
+// do acquires key, runs fn under the lock and records the outcome, with
+// the result fn returns (nil: none). fn runs only while this call holds
+// the lock, and never when the store is failing. Only fn returning a nil
+// error counts as success: a panic, or an exit through runtime.Goexit, is a
+// failure and releases the lock. A key held for another payloadHash (""
+// validates nothing) is payloadMismatch, not duplicate. fn's context
+// carries the key and fencing token (Key, Fence). With wait > 0, a refusal
+// by another live holder is waited out (waitOut) for at most wait.
+func (g *locker) do(ctx context.Context, key, payloadHash string, wait time.Duration, fn func(context.Context) ([]byte, error)) lockResult {
 	h, res := g.acquire(ctx, key, payloadHash)
+	if h == nil && res.outcome == inProgress && wait > 0 {
+		h, res = g.waitOut(ctx, key, payloadHash, wait, res)
+	}
 	if h == nil {
 		return res
 	}
-	return h.finish(ctx, run(h.ctx, fn))
+	var result []byte
+	err := run(h.ctx, func(ctx context.Context) error {
+		var err error
+		result, err = fn(ctx)
+		return err
+	})
+	out := h.finish(ctx, result, err)
+	out.waited = res.waited
+	return out
+}
+
+// Waiting for another holder: the first interval, and the longest.
+const (
+	waitFirst = 50 * time.Millisecond
+	waitMax   = time.Second
+)
+
+// waitInterval is the wait before the attempt'th re-read (0 first): it
+// doubles from waitFirst up to waitMax, and r in [0, 1) takes up to half of
+// it off, so that waiters spread out while every interval is at least half
+// its step (which bounds the reads of a wait: see waitReads).
+func waitInterval(attempt int, r float64) time.Duration {
+	step := waitMax
+	if attempt < 5 {
+		step = min(waitMax, waitFirst<<attempt)
+	}
+	return step - time.Duration(r*float64(step/2))
+}
+
+// waitReads is the most reads a wait of d makes: the count of the shortest
+// intervals that fit in d.
+func waitReads(d time.Duration) int {
+	n := 0
+	for elapsed := time.Duration(0); ; n++ {
+		elapsed += waitInterval(n, 1)
+		if elapsed > d {
+			return n
+		}
+	}
+}
+
+// waitOut waits, for at most wait and within ctx, for the live holder that
+// refused key (refused, an inProgress result) to finish: it re-reads the
+// record at growing, jittered intervals (waitInterval). A completion is
+// returned as a duplicate, with its stored result; a record that no longer
+// blocks (released, expired, gone) is acquired, and a hold returned for fn
+// to run. When the wait ends first, the last refusal is returned.
+func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time.Duration, refused lockResult) (*hold, lockResult) {
+	start := g.now()
+	end := start.Add(wait)
+	id := g.recordID(key)
+	res := refused
+	for attempt := 0; ; attempt++ {
+		d := waitInterval(attempt, g.rand())
+		if left := end.Sub(g.now()); d > left {
+			d = left
+		}
+		if d <= 0 {
+			res.waited = g.now().Sub(start)
+			return nil, res
+		}
+		if err := g.sleep(ctx, d); err != nil {
+			res.waited = g.now().Sub(start)
+			return nil, res
+		}
+		now := g.now()
+		rec, err := g.store.Read(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound), err == nil && !rec.Blocks(now):
+			h, next := g.acquire(ctx, key, payloadHash)
+			next.waited = g.now().Sub(start)
+			if h != nil || next.outcome != inProgress {
+				return h, next
+			}
+			res = next
+		case err != nil:
+			return nil, lockResult{outcome: notAcquired, err: storeErr("read", id, err), waited: g.now().Sub(start)}
+		case rec.Status == StatusCompleted:
+			h := &HeldError{Record: rec}
+			if stored := rec.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
+				return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: rec.Status}, waited: g.now().Sub(start)}
+			}
+			g.cache.add(id, rec.ExpiresAt, rec.PayloadHash, rec.Result)
+			return nil, lockResult{outcome: duplicate, err: h, result: rec.Result, waited: g.now().Sub(start)}
+		default:
+			res.err = &HeldError{Record: rec}
+		}
+	}
 }
 
 // hold is a key's lock taken by acquire, renewed while it is held, until
@@ -163,14 +283,15 @@ type hold struct {
 // the lock is renewed under: it must outlive the work.
 func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, lockResult) {
 	now := g.now()
-	id := RecordID(g.prefix, key)
-	if err := g.cache.held(id, payloadHash, now); err != nil {
+	id := g.recordID(key)
+	if result, err := g.cache.held(id, payloadHash, now); err != nil {
 		if errors.Is(err, ErrPayloadMismatch) {
 			return nil, lockResult{outcome: payloadMismatch, err: err, cached: true}
 		}
-		return nil, lockResult{outcome: duplicate, err: err, cached: true}
+		return nil, lockResult{outcome: duplicate, err: err, cached: true, result: result}
 	}
-	lease, err := g.store.Acquire(ctx, AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: g.lockUntil(ctx, now)})
+	length, renew := g.lockLength(ctx, now)
+	lease, err := g.store.Acquire(ctx, AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: now.Add(length)})
 	var held *HeldError
 	switch {
 	case errors.As(err, &held):
@@ -178,17 +299,12 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 			return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: held.Record.Status}}
 		}
 		if held.Record.Status == StatusCompleted {
-			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash)
-			return nil, lockResult{outcome: duplicate, err: err}
+			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash, held.Record.Result)
+			return nil, lockResult{outcome: duplicate, err: err, result: held.Record.Result}
 		}
 		return nil, lockResult{outcome: inProgress, err: err}
 	case err != nil:
-		if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrMisconfigured) {
-			// A store of a user's own that returns its own errors: the
-			// lock was not taken, and a retry is the safe reading.
-			err = &StoreError{Op: "acquire", ID: id, Err: err}
-		}
-		return nil, lockResult{outcome: notAcquired, err: err}
+		return nil, lockResult{outcome: notAcquired, err: storeErr("acquire", id, err)}
 	}
 	workCtx, cancel := g.handlerContext(ctx, now)
 	workCtx, lose := context.WithCancelCause(workCtx)
@@ -200,7 +316,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		lease:       lease,
 		cancel:      cancel,
 		lose:        lose,
-		stopRenewal: g.renewWhileRunning(ctx, lease, lose),
+		stopRenewal: g.renewWhileRunning(ctx, lease, length, renew, lose),
 	}, lockResult{}
 }
 
@@ -216,11 +332,11 @@ func (h *hold) end() (Lease, error) {
 	return lease, lostErr
 }
 
-// finish records the work's outcome: workErr nil completes the key (the
-// outcome is processed, or processedUnrecorded when the completion could
-// not be written), any error releases the lock (failed). ctx bounds the
-// store calls. Call it once.
-func (h *hold) finish(ctx context.Context, workErr error) lockResult {
+// finish records the work's outcome: workErr nil completes the key with
+// result (the outcome is processed, or processedUnrecorded when the
+// completion could not be written), any error releases the lock (failed).
+// ctx bounds the store calls. Call it once.
+func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockResult {
 	lease, lostErr := h.end()
 	g := h.g
 	res := lockResult{tookOver: lease.TookOver, fence: lease.Fence, lockExpiresAt: lease.LockExpiresAt, lockLost: lostErr != nil}
@@ -229,12 +345,12 @@ func (h *hold) finish(ctx context.Context, workErr error) lockResult {
 		res.releaseErr = g.store.Release(ctx, lease, g.now())
 		return res
 	}
-	until, err := g.complete(ctx, lease)
+	until, err := g.complete(ctx, lease, result)
 	if err != nil {
 		res.outcome, res.err = processedUnrecorded, err
 		return res
 	}
-	g.cache.add(lease.ID, until, h.payloadHash)
+	g.cache.add(lease.ID, until, h.payloadHash, result)
 	res.outcome = processed
 	return res
 }
@@ -274,14 +390,14 @@ func run(ctx context.Context, fn func(context.Context) error) error {
 	return <-ended
 }
 
-// renewWhileRunning renews the lease every third of lockTimeout until the
-// returned stop is called, which returns the lease as last renewed and, if
+// renewWhileRunning renews the lease (when renew is set) to length from
+// now, every third of length, until the returned stop is called, which returns the lease as last renewed and, if
 // the lock was lost, why. When a renewal is refused because the lock was
 // taken over, or the lock reaches its expiry without a renewal getting
 // through, lose cancels fn's context with ErrLockLost. A transient failure
 // is retried at the next tick, while the lock still runs.
-func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, lose context.CancelCauseFunc) (stop func() (Lease, error)) {
-	if g.lockTimeout <= 0 {
+func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, length time.Duration, renew bool, lose context.CancelCauseFunc) (stop func() (Lease, error)) {
+	if !renew {
 		return func() (Lease, error) { return lease, nil }
 	}
 	renewCtx, cancel := context.WithCancel(ctx)
@@ -293,9 +409,9 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, lose contex
 			select {
 			case <-renewCtx.Done():
 				return
-			case <-g.after(g.lockTimeout / 3):
+			case <-g.after(length / 3):
 			}
-			renewed, err := g.store.Renew(renewCtx, lease, g.now().Add(g.lockTimeout))
+			renewed, err := g.store.Renew(renewCtx, lease, g.now().Add(length))
 			if renewCtx.Err() != nil {
 				return
 			}
@@ -324,11 +440,11 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, lose contex
 // complete retries a failed completion write within ctx's deadline: fn's
 // side effect has happened, and every lost completion opens a duplicate
 // window. It returns the end of the window it wrote.
-func (g *locker) complete(ctx context.Context, lease Lease) (time.Time, error) {
+func (g *locker) complete(ctx context.Context, lease Lease, result []byte) (time.Time, error) {
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		until := g.now().Add(g.window)
-		err := g.store.Complete(ctx, lease, until)
+		err := g.store.Complete(ctx, lease, until, result)
 		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
 			return until, err
 		}
@@ -354,14 +470,29 @@ func (g *locker) handlerContext(ctx context.Context, now time.Time) (context.Con
 	return context.WithDeadline(ctx, deadline.Add(-reserve))
 }
 
-func (g *locker) lockUntil(ctx context.Context, now time.Time) time.Time {
+// lockLength is how long a lock taken at now lasts, and whether it is
+// renewed while its work runs: LockTimeout, renewed; or until ctx's
+// deadline plus deadlineMargin, not renewed (the invocation cannot outlive
+// it); or, without a deadline, noDeadlineLock, renewed.
+func (g *locker) lockLength(ctx context.Context, now time.Time) (length time.Duration, renew bool) {
 	if g.lockTimeout > 0 {
-		return now.Add(g.lockTimeout)
+		return g.lockTimeout, true
 	}
 	if deadline, ok := ctx.Deadline(); ok {
-		return deadline.Add(deadlineMargin)
+		return deadline.Add(deadlineMargin).Sub(now), false
 	}
-	return now.Add(noDeadlineLockTimeout)
+	return noDeadlineLock, true
+}
+
+// storeErr is a store's failure as the lock reports it: a store of a
+// user's own that returns its own errors is wrapped in a *StoreError, which
+// matches ErrUnavailable (nothing was done, and a retry is the safe
+// reading).
+func storeErr(op, id string, err error) error {
+	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrMisconfigured) {
+		return &StoreError{Op: op, ID: id, Err: err}
+	}
+	return err
 }
 
 // sleepCtx waits d, or until ctx ends.

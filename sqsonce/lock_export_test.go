@@ -28,7 +28,7 @@ const (
 // The lock's margins.
 const (
 	LockDeadlineMargin       = deadlineMargin
-	LockNoDeadlineTimeout    = noDeadlineLockTimeout
+	LockNoDeadline           = noDeadlineLock
 	LockMaxCompletionReserve = maxCompletionReserve
 )
 
@@ -42,12 +42,15 @@ type LockResult struct {
 	Cached        bool
 	LockExpiresAt time.Time
 	LockLost      bool
+	Result        []byte
+	Waited        time.Duration
 }
 
 func exportResult(r lockResult) LockResult {
 	return LockResult{
 		Outcome: r.outcome, Err: r.err, ReleaseErr: r.releaseErr, TookOver: r.tookOver, Fence: r.fence,
 		Cached: r.cached, LockExpiresAt: r.lockExpiresAt, LockLost: r.lockLost,
+		Result: r.result, Waited: r.waited,
 	}
 }
 
@@ -67,12 +70,28 @@ func NewLocker(cfg Config, after func(time.Duration) <-chan time.Time, sleep fun
 
 // Do runs fn under key's lock, validating no payload.
 func (l *Locker) Do(ctx context.Context, key string, fn func(context.Context) error) LockResult {
-	return exportResult(l.g.do(ctx, key, "", fn))
+	return exportResult(l.g.do(ctx, key, "", 0, noResult(fn)))
 }
+
+// DoResult runs fn under key's lock, storing its result; wait is
+// WaitInProgress.
+func (l *Locker) DoResult(ctx context.Context, key string, wait time.Duration, fn func(context.Context) ([]byte, error)) LockResult {
+	return exportResult(l.g.do(ctx, key, "", wait, fn))
+}
+
+func noResult(fn func(context.Context) error) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) { return nil, fn(ctx) }
+}
+
+// WaitInterval and WaitReads are the wait's pure functions.
+var (
+	WaitInterval = waitInterval
+	WaitReads    = waitReads
+)
 
 // DoPayload runs fn under key's lock for payloadHash.
 func (l *Locker) DoPayload(ctx context.Context, key, payloadHash string, fn func(context.Context) error) LockResult {
-	return exportResult(l.g.do(ctx, key, payloadHash, fn))
+	return exportResult(l.g.do(ctx, key, payloadHash, 0, noResult(fn)))
 }
 
 // LockHold is a hold: a lock taken by Acquire, ended by Finish or Abandon.
@@ -95,7 +114,7 @@ func (h *LockHold) Lease() Lease { return h.h.lease }
 
 // Finish records the work's outcome.
 func (h *LockHold) Finish(ctx context.Context, workErr error) LockResult {
-	return exportResult(h.h.finish(ctx, workErr))
+	return exportResult(h.h.finish(ctx, nil, workErr))
 }
 
 // Abandon leaves the lock to expire.

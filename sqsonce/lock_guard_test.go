@@ -159,7 +159,7 @@ func TestLockLength(t *testing.T) {
 		}{
 			{"LockTimeout wins", 2 * time.Minute, true, now.Add(2 * time.Minute)},
 			{"invocation deadline plus margin", 0, true, deadline.Add(sqsonce.LockDeadlineMargin)},
-			{"never open-ended", 0, false, now.Add(sqsonce.LockNoDeadlineTimeout)},
+			{"never open-ended", 0, false, now.Add(sqsonce.LockNoDeadline)},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -192,7 +192,7 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 			t.Errorf("takeover of an expired lock: %+v, want TookOver", fresh)
 		}
 
-		if err := e.store.Complete(ctx, stale, e.clock.Now().Add(time.Hour)); !errors.Is(err, sqsonce.ErrLockLost) {
+		if err := e.store.Complete(ctx, stale, e.clock.Now().Add(time.Hour), nil); !errors.Is(err, sqsonce.ErrLockLost) {
 			t.Errorf("stale complete: %v, want ErrLockLost", err)
 		}
 		if err := e.store.Release(ctx, stale, e.clock.Now()); !errors.Is(err, sqsonce.ErrLockLost) {
@@ -208,7 +208,7 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 		if rec.Status != sqsonce.StatusProcessing {
 			t.Errorf("status = %s: the stale holder overwrote the new holder's record", rec.Status)
 		}
-		if err := e.store.Complete(ctx, fresh, e.clock.Now().Add(time.Hour)); err != nil {
+		if err := e.store.Complete(ctx, fresh, e.clock.Now().Add(time.Hour), nil); err != nil {
 			t.Errorf("new holder's complete: %v", err)
 		}
 	})

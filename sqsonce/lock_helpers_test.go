@@ -112,9 +112,9 @@ func (s lockCountingStore) Renew(ctx context.Context, lease sqsonce.Lease, lockU
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s lockCountingStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time) error {
+func (s lockCountingStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
 	s.calls.Add(1)
-	return s.Store.Complete(ctx, lease, until)
+	return s.Store.Complete(ctx, lease, until, result)
 }
 
 func (s lockCountingStore) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {

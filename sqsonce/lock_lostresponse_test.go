@@ -20,8 +20,10 @@ import (
 
 // The protocol's calls, told apart by what only each one's request holds.
 var (
-	lockIsAcquire  = faultproxy.BodyContains(`"ReturnValues":"ALL_OLD"`)
-	lockIsComplete = faultproxy.BodyContains(`REMOVE`)
+	lockIsAcquire = faultproxy.BodyContains(`"ReturnValues":"ALL_OLD"`)
+	// Acquire removes a stored result too: the completion is the other
+	// REMOVE.
+	lockIsComplete = func(body []byte) bool { return !lockIsAcquire(body) && bytes.Contains(body, []byte("REMOVE")) }
 	lockIsRelease  = func(body []byte) bool { return !lockIsAcquire(body) && bytes.Contains(body, []byte("RELEASED")) }
 	lockIsRenew    = func(body []byte) bool {
 		return !lockIsAcquire(body) && !lockIsComplete(body) && !lockIsRelease(body) && bytes.Contains(body, []byte("lockExpiresAt"))

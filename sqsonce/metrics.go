@@ -84,10 +84,11 @@ const (
 )
 
 // emitMetrics writes the invocation's metrics, counted from the records'
-// outcomes, to Config.Metrics. A write that fails is logged and costs nothing
-// else: metrics never change what happens to a record.
-func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoffs, hidden int) {
-	if p.cfg.Metrics == nil || len(outcomes) == 0 {
+// Outcomes (those Config.OnOutcome receives), to Config.Metrics. A write
+// that fails is logged and costs nothing else: metrics never change what
+// happens to a record.
+func (p *Processor) emitMetrics(ctx context.Context, outs []Outcome) {
+	if p.cfg.Metrics == nil || len(outs) == 0 {
 		return
 	}
 	s := metrics.NewSet(metrics.Dimension{Name: DimensionFunction, Value: p.cfg.FunctionName})
@@ -96,27 +97,20 @@ func (p *Processor) emitMetrics(ctx context.Context, outcomes []outcome, backoff
 	for _, name := range []string{MetricProcessed, MetricDuplicate, MetricInProgress, MetricUnrecordedCompletion, MetricLockLost, MetricBackoffApplied} {
 		s.Count(name, 0)
 	}
-	s.Count(MetricBackoffApplied, backoffs)
-	if hidden > 0 {
-		s.Count(MetricInProgressHidden, hidden)
-	}
-	for _, o := range outcomes {
-		if o.lockLost {
+	for _, o := range outs {
+		if o.LockLost {
 			s.Count(MetricLockLost, 1)
 		}
-		switch {
-		case o.metric == MetricForwardedToOperator:
-			s.Count(o.metric, 1, metrics.Dimension{Name: DimensionReason, Value: o.reason})
-		case o.metric == MetricFailed || o.metric == "":
-			// An outcome nothing set is a record never reached: Handle
-			// reports it failed (see walkUnit).
-			failure := o.failure
-			if failure == "" {
-				failure = FailureNotStarted
-			}
-			s.Count(MetricFailed, 1, metrics.Dimension{Name: DimensionReason, Value: failure})
-		default:
-			s.Count(o.metric, 1)
+		if o.BackoffApplied {
+			s.Count(MetricBackoffApplied, 1)
+		}
+		if o.InProgressHidden {
+			s.Count(MetricInProgressHidden, 1)
+		}
+		if o.Reason != "" {
+			s.Count(o.Kind, 1, metrics.Dimension{Name: DimensionReason, Value: o.Reason})
+		} else {
+			s.Count(o.Kind, 1)
 		}
 	}
 	if err := s.Write(p.cfg.Metrics, p.now()); err != nil {

@@ -20,7 +20,7 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	// The UpdateItem of each call, told apart as updateOp does.
 	match := map[string]func([]byte) bool{
 		"acquire":  faultproxy.BodyContains(`"ReturnValues":"ALL_OLD"`),
-		"complete": faultproxy.BodyContains("REMOVE"),
+		"complete": lockIsComplete,
 		"release": func(b []byte) bool {
 			return !bytes.Contains(b, []byte(`"ReturnValues":"ALL_OLD"`)) && bytes.Contains(b, []byte(sqsonce.StatusReleased))
 		},

@@ -8,7 +8,9 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 )
 
-var completeWrite = faultproxy.BodyContains("REMOVE")
+// completeWrite is the completion's UpdateItem, as lock_lostresponse_test.go
+// tells it apart.
+var completeWrite = lockIsComplete
 
 // TestMetricsOfTableFaultsOnTheWire: the table's faults as the SDK meets
 // them, through a fault proxy in front of moto_server, counted as

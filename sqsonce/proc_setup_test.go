@@ -428,15 +428,15 @@ func (s *faultStore) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil t
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s *faultStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time) error {
+func (s *faultStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
 	err, lost := s.call("complete")
 	if err != nil {
 		return err
 	}
 	if lost {
-		_ = s.Store.Complete(ctx, lease, until)
+		_ = s.Store.Complete(ctx, lease, until, result)
 	}
-	return s.Store.Complete(ctx, lease, until)
+	return s.Store.Complete(ctx, lease, until, result)
 }
 
 func (s *faultStore) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {

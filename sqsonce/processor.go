@@ -5,14 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -119,6 +117,8 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 			after:       d.after,
 			cache:       cache,
 			newOwner:    randomOwner,
+			hashKeys:    cfg.HashKeys,
+			rand:        cfg.Rand,
 		},
 		sqs:     d.sqs,
 		handler: h,
@@ -155,6 +155,15 @@ type outcome struct {
 	// refused it can be taken over: the record is hidden until then
 	// (delayRetries), so its next receive is the one that can take it.
 	hideUntil time.Time
+	// backoffApplied and inProgressHidden: SQS confirmed the record's
+	// visibility change (delayRetries).
+	backoffApplied, inProgressHidden bool
+	// res is what the lock protocol did, when it ran; err the error of an
+	// outcome it did not decide (a failed forward).
+	res lockResult
+	err error
+	// took is how long the record took (zero: the batch's time).
+	took time.Duration
 }
 
 // retried is the outcome of a record reported failed for reason (one of
@@ -178,7 +187,8 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 		return events.SQSEventResponse{}, err
 	}
 	p.checkQueue(ctx)
-	b := newBudget(ctx, p.now())
+	start := p.now()
+	b := newBudget(ctx, start)
 	ctx, cancel := b.context(ctx)
 	defer cancel()
 	recs := p.readKeys(ctx, ev.Records)
@@ -197,8 +207,21 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
 	}
-	backoffs, hidden := p.delayRetries(ctx, ev.Records, outcomes)
-	p.emitMetrics(ctx, outcomes, backoffs, hidden)
+	p.delayRetries(ctx, ev.Records, outcomes)
+	outs := make([]Outcome, len(outcomes))
+	batchTook := p.now().Sub(start)
+	for i, o := range outcomes {
+		if o.took == 0 {
+			o.took = batchTook
+		}
+		key := ""
+		if recs[i].ok {
+			key = recs[i].key
+		}
+		outs[i] = p.outcomeOf(key, ev.Records[i].MessageId, o)
+	}
+	p.emitMetrics(ctx, outs)
+	p.tell(ctx, outs...)
 	return resp, nil
 }
 
@@ -299,7 +322,9 @@ func fifoGroup(msg events.SQSMessage) (string, bool) {
 // runUnit processes a unit's records in order.
 func (p *Processor) runUnit(ctx context.Context, b budget, recs []keyed, unit []int, outcomes []outcome) {
 	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
+		start := p.now()
 		outcomes[i] = p.process(ctx, recs[i])
+		outcomes[i].took = p.now().Sub(start)
 		return outcomes[i].verdict == done
 	})
 }
@@ -336,7 +361,7 @@ func (p *Processor) process(ctx context.Context, r keyed) outcome {
 	if !r.ok {
 		return retried(FailureNoKey)
 	}
-	res := p.lock.do(ctx, r.key, p.payloadHash(r.msg), func(ctx context.Context) error { return p.handler(ctx, r.msg) })
+	res := p.lock.do(ctx, r.key, p.payloadHash(r.msg), 0, func(ctx context.Context) ([]byte, error) { return nil, p.handler(ctx, r.msg) })
 	return p.report(ctx, r.log, res)
 }
 
@@ -344,13 +369,17 @@ func (p *Processor) process(ctx context.Context, r keyed) outcome {
 // A record without a key is logged and retried (ok false).
 func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, ok bool) {
 	log = p.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
-	key, err := p.cfg.Key.keyOf(msg, p.cfg.setting("Key"))
+	limit := maxKeyBytes
+	if p.cfg.HashKeys {
+		limit = 0
+	}
+	key, err := p.cfg.Key.keyOf(msg, p.cfg.setting("Key"), limit)
 	if err != nil {
 		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
 			"outcome", "no-key", "error", err)
 		return "", log, false
 	}
-	return key, log.With("key", key), true
+	return key, log.With("key", p.lock.shownKey(key)), true
 }
 
 // report logs what the lock protocol did with a record and decides its
@@ -358,6 +387,7 @@ func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string,
 func (p *Processor) report(ctx context.Context, log *slog.Logger, res lockResult) outcome {
 	o := p.judge(ctx, log, res)
 	o.lockLost = res.lockLost || errors.Is(res.err, ErrLockLost)
+	o.res = res
 	return o
 }
 
@@ -445,33 +475,6 @@ func (p *Processor) payloadHash(msg events.SQSMessage) string {
 	}
 	sum := sha256.Sum256([]byte(msg.Body))
 	return hex.EncodeToString(sum[:])
-}
-
-// Do runs fn once per key, with the same lock, window and store as the
-// records: for an API handler, a cron job, any side effect. It returns nil
-// when fn ran and succeeded (or succeeded but its completion could not be
-// recorded, which is logged), fn's error when it failed (the lock released
-// so a retry runs again), and otherwise an error matching ErrDuplicate,
-// ErrInProgress, ErrPayloadMismatch, ErrNoKey, ErrUnavailable or
-// ErrMisconfigured, fn not run. Under a ctx without a deadline and a zero
-// LockTimeout, the lock lasts 15 minutes: a process killed inside fn keeps
-// the key in progress that long.
-func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	if key == "" || len(key) > maxKeyBytes || !utf8.ValidString(key) {
-		// Not UTF-8: the SDK would write each bad byte as U+FFFD, and two
-		// keys could share one record.
-		return fmt.Errorf("%w: key of %d bytes, want 1 to %d of valid UTF-8", ErrNoKey, len(key), maxKeyBytes)
-	}
-	res := p.lock.do(ctx, key, "", fn)
-	switch res.outcome {
-	case processed:
-		return nil
-	case processedUnrecorded:
-		p.log.ErrorContext(ctx, "function ran but its completion was not recorded: a later call with the same key after the lock expires would run it again (duplicate possible)",
-			"key", key, "error", res.err)
-		return nil
-	}
-	return res.err
 }
 
 // Key is the idempotency key a Handler or Do's function runs for ("" outside

@@ -2,6 +2,8 @@ package sqsonce
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -26,8 +28,9 @@ type Store interface {
 	// milliseconds, plus one). It succeeds when there is no record, the
 	// record is RELEASED, its lock expired (LockExpiresAt before req.Now, in
 	// milliseconds), or its COMPLETED window ended (ExpiresAt before
-	// req.Now, in whole seconds). Otherwise it returns a *HeldError with the record that
-	// refused it, except that a live lock whose Owner is req.Owner is this
+	// req.Now, in whole seconds). The new lock carries no result, whatever
+	// the record it replaces held. Otherwise it returns a *HeldError with
+	// the record that refused it (with its Result), except that a live lock whose Owner is req.Owner is this
 	// call's own earlier attempt: Acquire returns that lease, its fence not
 	// moved again.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
@@ -36,10 +39,12 @@ type Store interface {
 	// matching ErrLockLost.
 	Renew(ctx context.Context, lease Lease, lockUntil time.Time) (Lease, error)
 	// Complete marks the record COMPLETED until until (ExpiresAt, kept in
-	// whole seconds: until.Unix()) and removes its lock expiry, if the record's owner
-	// is still the lease's; otherwise an error matching ErrLockLost. A
-	// repeat of an applied Complete succeeds again.
-	Complete(ctx context.Context, lease Lease, until time.Time) error
+	// whole seconds: until.Unix()), removes its lock expiry and stores
+	// result with it (nil: no result), in the same write, if the record's
+	// owner is still the lease's; otherwise an error matching ErrLockLost.
+	// A repeat of an applied Complete succeeds again. The caller keeps
+	// result within MaxResultSize.
+	Complete(ctx context.Context, lease Lease, until time.Time, result []byte) error
 	// Release marks the lease's PROCESSING lock RELEASED (free to take at
 	// once, its fence kept) and lets it expire FenceRetention after now. A
 	// record already RELEASED by the same owner (a repeat) or gone is a
@@ -120,7 +125,16 @@ type Record struct {
 	ExpiresAt time.Time
 	// PayloadHash is the hash the lock was taken for ("": none).
 	PayloadHash string
+	// Result is what a COMPLETED record's work returned (DoResult stores
+	// it, encoded as JSON), nil when it stored none.
+	Result []byte
 }
+
+// MaxResultSize is the largest result Store.Complete is given, in bytes:
+// DynamoDB's item limit (400 KB) less 8 KiB for the record's other
+// attributes (the id, at most 2 KiB, and a few short ones). DoResult
+// refuses a larger result with a *ResultError.
+const MaxResultSize = 400*1024 - 8*1024
 
 // Live reports whether rec is a lock that has not expired at now: a holder
 // may be running its key's work. A lock is live up to and including its
@@ -154,8 +168,17 @@ const FenceRetention = time.Hour
 // milliseconds (the first lease's fence is one more).
 func FenceSeed(now time.Time) int64 { return now.UnixMilli() }
 
-// RecordID is the id of key's record under prefix.
+// RecordID is the id of key's record under prefix. With Config.HashKeys
+// the key is HashKey(key).
 func RecordID(prefix, key string) string { return prefix + "#" + key }
+
+// HashKey is what Config.HashKeys stores and shows instead of a key: the
+// SHA-256 of its bytes, in lowercase hex (64 characters, whatever the
+// key's length).
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
 
 // String describes the record in one line, for errors and the CLI.
 func (rec Record) String() string {

@@ -60,7 +60,7 @@ func (e *recordsEnv) acquire(lock time.Duration) sqsonce.Lease {
 // complete records lease's key COMPLETED for window.
 func (e *recordsEnv) complete(lease sqsonce.Lease, window time.Duration) {
 	e.t.Helper()
-	if err := e.store.Complete(context.Background(), lease, e.clock.Now().Add(window)); err != nil {
+	if err := e.store.Complete(context.Background(), lease, e.clock.Now().Add(window), nil); err != nil {
 		e.t.Fatal(err)
 	}
 }

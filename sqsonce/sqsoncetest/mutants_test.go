@@ -75,6 +75,10 @@ var mutants = []mutation{
 	{"forget-unconditional", "Forget deletes whatever record is there", []string{"Forget"}},
 	{"forget-gone-fails", "Forget of a record that is gone is ErrRecordChanged", []string{"Forget"}},
 	{"ignores-cancelled-context", "every method ignores its context's cancellation", []string{"CancelledContext"}},
+	{"result-not-stored", "Complete drops the result", []string{"Result"}},
+	{"result-aliased", "Complete keeps the caller's slice, not a copy", []string{"Result"}},
+	{"refusal-without-result", "a refusal by a completion carries no result", []string{"Result"}},
+	{"takeover-keeps-result", "an acquisition after the window keeps the old result", []string{"Result"}},
 }
 
 // TestMutantChild runs the suite on the mutant mutantEnv names; it is the
@@ -192,6 +196,16 @@ func (m *mutant) remove(id string) {
 	}
 }
 
+// putAliased keeps result itself in the record, as a store that does not
+// copy what it is given would.
+func (m *mutant) putAliased(id string, result []byte) {
+	m.Store.mu.Lock()
+	defer m.Store.mu.Unlock()
+	rec := m.Store.records[id]
+	rec.Result = result
+	m.Store.records[id] = rec
+}
+
 func (m *mutant) ctx(ctx context.Context) context.Context {
 	if m.name == "ignores-cancelled-context" {
 		return context.WithoutCancel(ctx)
@@ -262,6 +276,10 @@ func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqson
 		switch m.name {
 		case "held-error-without-record":
 			return lease, &sqsonce.HeldError{Record: sqsonce.Record{ID: held.Record.ID, Status: held.Record.Status}}
+		case "refusal-without-result":
+			rec := held.Record
+			rec.Result = nil
+			return lease, &sqsonce.HeldError{Record: rec}
 		case "held-error-not-typed":
 			if held.Record.Status == sqsonce.StatusCompleted {
 				return lease, fmt.Errorf("mutant: %q: %w", req.ID, sqsonce.ErrDuplicate)
@@ -295,6 +313,10 @@ func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqson
 		}
 	case "acquire-after-release-is-a-takeover":
 		lease.TookOver = lease.TookOver || exists
+	case "takeover-keeps-result":
+		if exists && old.Result != nil {
+			m.update(req.ID, func(r *sqsonce.Record) { r.Result = old.Result })
+		}
 	}
 	return lease, nil
 }
@@ -353,7 +375,7 @@ func (m *mutant) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.
 	return m.Store.Renew(m.ctx(ctx), lease, lockUntil)
 }
 
-func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time) error {
+func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
 	if err := m.cancelled(ctx); err != nil {
 		return err
 	}
@@ -371,8 +393,15 @@ func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.T
 			return lockLost("complete")
 		}
 	}
-	if err := m.Store.Complete(m.ctx(ctx), lease, until); err != nil {
+	stored := result
+	if m.name == "result-not-stored" {
+		stored = nil
+	}
+	if err := m.Store.Complete(m.ctx(ctx), lease, until, stored); err != nil {
 		return err
+	}
+	if m.name == "result-aliased" {
+		m.putAliased(lease.ID, result)
 	}
 	if m.name == "complete-rounds-window-up" {
 		m.update(lease.ID, func(r *sqsonce.Record) { r.ExpiresAt = ttl(until) })

@@ -1,6 +1,7 @@
 package sqsoncetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -54,6 +55,7 @@ func (s *Store) Records() map[string]sqsonce.Record {
 	s.expire()
 	out := make(map[string]sqsonce.Record, len(s.records))
 	for id, rec := range s.records {
+		rec.Result = bytes.Clone(rec.Result)
 		out[id] = rec
 	}
 	return out
@@ -64,6 +66,7 @@ func (s *Store) Records() map[string]sqsonce.Record {
 func (s *Store) Put(rec sqsonce.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rec.Result = bytes.Clone(rec.Result)
 	s.records[rec.ID] = rec
 }
 
@@ -76,10 +79,12 @@ func (s *Store) expire() {
 	}
 }
 
-// get is the record under id, after TTL.
+// get is the record under id, after TTL, with a copy of its result: what
+// a caller receives is its own, as a record read over the wire is.
 func (s *Store) get(id string) (sqsonce.Record, bool) {
 	s.expire()
 	rec, ok := s.records[id]
+	rec.Result = bytes.Clone(rec.Result)
 	return rec, ok
 }
 
@@ -142,7 +147,7 @@ func (s *Store) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.T
 }
 
 // Complete implements sqsonce.Store.
-func (s *Store) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time) error {
+func (s *Store) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
 	if err := ctx.Err(); err != nil {
 		return &sqsonce.StoreError{Op: "complete", ID: lease.ID, Err: err}
 	}
@@ -155,6 +160,9 @@ func (s *Store) Complete(ctx context.Context, lease sqsonce.Lease, until time.Ti
 	rec.Status = sqsonce.StatusCompleted
 	rec.ExpiresAt = time.Unix(until.Unix(), 0)
 	rec.LockExpiresAt = time.Time{}
+	// A copy: the caller may reuse its slice, as it may with a request
+	// sent over the wire.
+	rec.Result = bytes.Clone(result)
 	s.records[lease.ID] = rec
 	return nil
 }

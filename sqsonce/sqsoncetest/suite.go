@@ -1,6 +1,7 @@
 package sqsoncetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -130,6 +131,7 @@ var rules = []rule{
 	{"Read", "Read returns the latest write", ruleRead},
 	{"Forget", "Forget deletes only the completion it read", ruleForget},
 	{"CancelledContext", "a cancelled context writes nothing", ruleCancelledContext},
+	{"Result", "Complete stores the result, a refusal carries it, and a new lock drops it", ruleResult},
 }
 
 // Lock lengths and windows the rules use. Any would do; these keep every
@@ -336,7 +338,7 @@ func ruleRenew(c *conf) {
 	// would change a window or revive a lock someone else may take.
 	id3 := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
 	completed := c.read(id3, "Complete")
 	c.wantLost(c.renewErr(done, c.at(time.Hour)), "Renew of the owner's own COMPLETED record")
 	c.wantUnchanged(id3, completed, "Renew of a COMPLETED record")
@@ -357,7 +359,7 @@ func ruleComplete(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "hash-a", c.base, c.at(lockFor)))
 	until := c.at(windowFor + 700*time.Millisecond)
-	if err := c.s.Complete(c.ctx, lease, until); err != nil {
+	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
 		c.fatalf("the owner's Complete of its live lock failed: %v", err)
 	}
 	rec := c.read(id, "Complete")
@@ -366,7 +368,7 @@ func ruleComplete(c *conf) {
 	if !sameRecord(rec, want) {
 		c.errorf("after Complete the record is %s; want %s: COMPLETED, owner, fence and payload hash kept, ExpiresAt the window's end in whole seconds (until.Unix())", showRecord(rec), showRecord(want))
 	}
-	if err := c.s.Complete(c.ctx, lease, until); err != nil {
+	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
 		c.errorf("a repeat of an applied Complete failed: %v; it must succeed again (its answer may have been lost, and the work did run)", err)
 	}
 	c.wantUnchanged(id, rec, "a repeat of an applied Complete")
@@ -376,17 +378,17 @@ func ruleComplete(c *conf) {
 	now := c.at(lockFor + time.Millisecond)
 	c.mustAcquire("owner b's takeover of the expired lock", c.req(id2, b, "", now, now.Add(lockFor)))
 	taken := c.read(id2, "the takeover")
-	c.wantLost(c.s.Complete(c.ctx, old, c.at(windowFor)), "Complete by the holder whose lock was taken over")
+	c.wantLost(c.s.Complete(c.ctx, old, c.at(windowFor), nil), "Complete by the holder whose lock was taken over")
 	c.wantUnchanged(id2, taken, "the old holder's Complete after a takeover (the new holder's lock must stay)")
 
 	id3 := c.id("other")
 	c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
 	live := c.read(id3, "owner a's Acquire")
-	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id3, Owner: b, Fence: live.Fence}, c.at(windowFor)), "Complete with another owner's lease")
+	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id3, Owner: b, Fence: live.Fence}, c.at(windowFor), nil), "Complete with another owner's lease")
 	c.wantUnchanged(id3, live, "a Complete with another owner's lease")
 
 	id4 := c.id("absent")
-	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id4, Owner: a, Fence: 1}, c.at(windowFor)), "Complete of a record that does not exist")
+	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id4, Owner: a, Fence: 1}, c.at(windowFor), nil), "Complete of a record that does not exist")
 	c.wantGone(id4, "a Complete of a record that does not exist (it must not create one)")
 }
 
@@ -394,7 +396,7 @@ func ruleDedupeWindow(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
 	until := c.at(windowFor + 700*time.Millisecond)
-	c.must(c.s.Complete(c.ctx, lease, until), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, until, nil), "Complete")
 	done := c.read(id, "Complete")
 	end := time.Unix(until.Unix(), 0)
 	for _, try := range []struct {
@@ -476,7 +478,7 @@ func ruleRelease(c *conf) {
 	// Releasing a completion would let its duplicates run again.
 	id3 := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
 	completed := c.read(id3, "Complete")
 	c.wantLost(c.s.Release(c.ctx, done, c.base), "Release of the owner's own COMPLETED record")
 	c.wantUnchanged(id3, completed, "a Release of a COMPLETED record")
@@ -536,13 +538,13 @@ func ruleFenceGrows(c *conf) {
 	}
 	expired := c.read(id, "the first Acquire").LockExpiresAt
 	took := step("Acquire after the lock expired", "b", expired.Add(time.Millisecond), true, true)
-	c.must(c.s.Complete(c.ctx, took, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, took, c.at(windowFor), nil), "Complete")
 	end := c.read(id, "Complete").ExpiresAt
 	now := end.Add(time.Second)
 	after := step("Acquire after the window ended", "c", now, true, true)
 	c.must(c.s.Release(c.ctx, after, now), "Release")
 	last := step("Acquire after a release", "d", now, true, false)
-	c.must(c.s.Complete(c.ctx, last, now.Add(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, last, now.Add(windowFor), nil), "Complete")
 	c.must(c.s.Forget(c.ctx, c.read(id, "Complete")), "Forget")
 	c.wantGone(id, "Forget")
 	// TTL deletes a lock's record FenceRetention after the lock, a
@@ -567,7 +569,7 @@ func rulePayload(c *conf) {
 	if h := c.wantHeld(err, "owner b's Acquire with another payload hash, of a live lock"); h != nil && h.Record.PayloadHash != "hash-a" {
 		c.errorf("the HeldError of a live lock carries PayloadHash %q; want the stored %q: the caller tells a conflicting payload from the same one by it", h.Record.PayloadHash, "hash-a")
 	}
-	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor), nil), "Complete")
 	_, err = c.acquire(c.req(id, b, "hash-b", c.base, c.at(lockFor)))
 	if h := c.wantHeld(err, "owner b's Acquire with another payload hash, of a completed key"); h != nil && h.Record.PayloadHash != "hash-a" {
 		c.errorf("the HeldError of a completion carries PayloadHash %q; want the stored %q: Complete keeps the hash, and a duplicate with another payload is a conflict", h.Record.PayloadHash, "hash-a")
@@ -608,7 +610,7 @@ func ruleRead(c *conf) {
 		c.errorf("Read after Renew returned %s; want %s: Read must return the latest write (a strongly consistent read)", showRecord(rec), showRecord(want))
 	}
 	until := c.at(windowFor)
-	c.must(c.s.Complete(c.ctx, lease, until), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, until, nil), "Complete")
 	if rec := c.read(id, "Complete"); rec.Status != sqsonce.StatusCompleted || !rec.ExpiresAt.Equal(time.Unix(until.Unix(), 0)) {
 		c.errorf("Read after Complete returned %s; want the COMPLETED record until %s: Read must return the latest write", showRecord(rec), show(time.Unix(until.Unix(), 0)))
 	}
@@ -617,7 +619,7 @@ func ruleRead(c *conf) {
 func ruleForget(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor), nil), "Complete")
 	done := c.read(id, "Complete")
 	if err := c.s.Forget(c.ctx, done); err != nil {
 		c.fatalf("Forget of the COMPLETED record just read failed: %v", err)
@@ -646,14 +648,14 @@ func ruleForget(c *conf) {
 	// owner since: the operator read a record that is no longer there.
 	id4 := c.id("changed")
 	first := c.mustAcquire("owner a's Acquire", c.req(id4, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, first, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, first, c.at(windowFor), nil), "Complete")
 	seen := c.read(id4, "Complete")
 	now := seen.ExpiresAt.Add(time.Second)
 	second := c.mustAcquire("owner b's Acquire after the window ended", c.req(id4, b, "", now, now.Add(lockFor)))
 	taken := c.read(id4, "owner b's Acquire")
 	c.wantChanged(c.s.Forget(c.ctx, seen), "Forget of a completion since taken over by another owner's lock")
 	c.wantUnchanged(id4, taken, "a refused Forget of a record now another owner's lock")
-	c.must(c.s.Complete(c.ctx, second, now.Add(windowFor)), "owner b's Complete")
+	c.must(c.s.Complete(c.ctx, second, now.Add(windowFor), nil), "owner b's Complete")
 	again := c.read(id4, "owner b's Complete")
 	c.wantChanged(c.s.Forget(c.ctx, seen), "Forget of owner a's completion, the record now owner b's completion")
 	c.wantUnchanged(id4, again, "a refused Forget of a record now another owner's completion")
@@ -666,7 +668,7 @@ func ruleCancelledContext(c *conf) {
 	lock := c.read(id, "owner a's Acquire")
 	idDone := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(idDone, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor)), "Complete")
+	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
 	completed := c.read(idDone, "Complete")
 	idNone := c.id("absent")
 
@@ -688,7 +690,7 @@ func ruleCancelledContext(c *conf) {
 			return err
 		}},
 		{"Renew", id, func() error { _, err := c.s.Renew(ctx, lease, c.at(time.Hour)); return err }},
-		{"Complete", id, func() error { return c.s.Complete(ctx, lease, c.at(windowFor)) }},
+		{"Complete", id, func() error { return c.s.Complete(ctx, lease, c.at(windowFor), nil) }},
 		{"Release", id, func() error { return c.s.Release(ctx, lease, c.base) }},
 		{"Read", id, func() error { _, err := c.s.Read(ctx, id); return err }},
 		{"Forget", idDone, func() error { return c.s.Forget(ctx, completed) }},
@@ -880,4 +882,56 @@ func randomTag(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+func ruleResult(c *conf) {
+	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
+	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
+	if rec := c.read(id, "Acquire"); rec.Result != nil {
+		c.errorf("a new lock carries the result %q; want none", rec.Result)
+	}
+	result := []byte(`{"order":"o-1","total":12.5}`)
+	sent := bytes.Clone(result)
+	until := c.at(windowFor)
+	c.must(c.s.Complete(c.ctx, lease, until, result), "owner a's Complete with a result")
+	// The caller's buffer is its own again once Complete returns, as a
+	// request's body is once it is sent.
+	copy(result, "XXXXXXXXXXXX")
+	if rec := c.read(id, "Complete with a result"); !bytes.Equal(rec.Result, sent) {
+		c.errorf("after Complete with a result, Read returns Result %q; want %q, as given (and not the caller's buffer, reused since)", rec.Result, sent)
+	}
+	c.must(c.s.Complete(c.ctx, lease, until, sent), "a repeat of the applied Complete")
+	done := c.read(id, "the repeat of Complete")
+	if !bytes.Equal(done.Result, sent) {
+		c.errorf("after a repeat of Complete, Result is %q; want %q", done.Result, sent)
+	}
+	_, err := c.acquire(c.req(id, b, "", c.at(time.Second), c.at(time.Second+lockFor)))
+	if h := c.wantHeld(err, "owner b's Acquire of the completed key"); h != nil && !bytes.Equal(h.Record.Result, sent) {
+		c.errorf("owner b's refused Acquire: the HeldError's Record.Result is %q; want the stored result %q (a duplicate is answered from the refusal, with no second call)", h.Record.Result, sent)
+	}
+
+	// After the window, the key runs again: its new lock, and a completion
+	// without a result, must not answer with the old result.
+	now := time.Unix(until.Unix(), 0).Add(time.Second)
+	next, err := c.acquire(c.req(id, b, "", now, now.Add(lockFor)))
+	if err != nil {
+		c.fatalf("owner b's Acquire after the window ended: %v", err)
+	}
+	if rec := c.read(id, "the Acquire after the window"); rec.Result != nil {
+		c.errorf("the lock taken after the window carries the old result %q; want none", rec.Result)
+	}
+	c.must(c.s.Complete(c.ctx, next, now.Add(windowFor), nil), "owner b's Complete without a result")
+	if rec := c.read(id, "a Complete without a result"); rec.Result != nil {
+		c.errorf("a Complete without a result left Result %q; want none", rec.Result)
+	}
+
+	// The largest result the library stores fits.
+	big := bytes.Repeat([]byte("r"), sqsonce.MaxResultSize)
+	id2 := c.id("max")
+	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
+	if err := c.s.Complete(c.ctx, l2, until, big); err != nil {
+		c.errorf("Complete with a result of MaxResultSize (%d) bytes: %v; the store must hold it", sqsonce.MaxResultSize, err)
+	} else if rec := c.read(id2, "Complete with the largest result"); !bytes.Equal(rec.Result, big) {
+		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))
+	}
 }

@@ -215,12 +215,12 @@ func TestCompletionObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Complete(ctx, lease, now.Add(time.Hour)); err != nil {
+	if err := store.Complete(ctx, lease, now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	api.updateErr = errors.New("throttled")
-	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour))
-	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour))
+	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour), nil)
+	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour), nil)
 	_ = store.Release(ctx, lease, now)
 
 	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||

@@ -1,0 +1,163 @@
+package sqsonce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Do runs fn once per key, with the same lock, window and store as the
+// records: for an API handler, a cron job, any side effect. It returns nil
+// when fn ran and succeeded (or succeeded but its completion could not be
+// recorded, which is logged), fn's error when it failed (the lock released
+// so a retry runs again), and otherwise an error matching ErrDuplicate,
+// ErrInProgress, ErrPayloadMismatch, ErrNoKey, ErrUnavailable or
+// ErrMisconfigured, fn not run. With Config.WaitInProgress, a key another
+// caller holds is waited for first.
+//
+// The lock lasts LockTimeout, renewed while fn runs; with a zero
+// LockTimeout, until ctx's deadline plus 5 s, or, when ctx has no
+// deadline, 30 seconds renewed every 10 while fn runs: a process killed
+// inside fn keeps its key in progress for at most 30 seconds.
+func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	_, err := p.do(ctx, key, func(ctx context.Context) ([]byte, error) { return nil, fn(ctx) })
+	return err
+}
+
+// DoResult is Do for a function with a result: the first call's result is
+// stored, encoded as JSON, with the key's completion (in the same write),
+// and a later call for the completed key returns it with a nil error,
+// without running fn, until the window ends (Config.DedupeWindow). To tell a
+// replay from a first run (for an Idempotent-Replayed header), note in fn
+// that it ran: a nil error from a call whose fn did not run is a replay
+// (see the example), or read Outcome.Kind in Config.OnOutcome.
+//
+// The encoded result must fit in MaxResultSize bytes. A larger one, or one
+// encoding/json cannot encode, still completes the key, since fn's side
+// effect has happened (running it again would repeat it): DoResult returns
+// fn's value with a *ResultError, and later calls for the key return an
+// error matching ErrDuplicate (no result stored), as does a key completed
+// by Do or by Handle. A stored result that no longer decodes into T (T
+// changed) is an error matching ErrDuplicate too. Every other outcome is
+// Do's, with T's zero value.
+func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var first, zero T
+	var resultErr error
+	res, err := p.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		first = v
+		b, err := json.Marshal(v)
+		switch {
+		case err != nil:
+			resultErr = &ResultError{Key: p.lock.shownKey(key), Err: err}
+		case len(b) > MaxResultSize:
+			resultErr = &ResultError{Key: p.lock.shownKey(key), Size: len(b)}
+		default:
+			return b, nil
+		}
+		return nil, nil
+	})
+	switch {
+	case res.outcome == processed || res.outcome == processedUnrecorded:
+		return first, resultErr
+	case res.outcome == duplicate && res.result != nil:
+		var v T
+		if derr := json.Unmarshal(res.result, &v); derr != nil {
+			return zero, fmt.Errorf("%w: its stored result does not decode as %T: %w", err, zero, derr)
+		}
+		return v, nil
+	}
+	return zero, err
+}
+
+// ResultError is a DoResult whose function succeeded but whose result was
+// not stored: too large (Size, over MaxResultSize) or not encodable as JSON
+// (Err). The key is completed without a result.
+type ResultError struct {
+	// Key is the key, or its hash with Config.HashKeys.
+	Key  string
+	Size int
+	Err  error
+}
+
+func (e *ResultError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("sqsonce: result of key %q not stored: %v; the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Err)
+	}
+	return fmt.Sprintf("sqsonce: result of key %q not stored: %d bytes of JSON, more than MaxResultSize (%d); the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Size, MaxResultSize)
+}
+
+func (e *ResultError) Unwrap() error { return e.Err }
+
+// do is Do and DoResult: the key checked, the lock's work, its Outcome
+// told, and the error Do returns.
+func (p *Processor) do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (lockResult, error) {
+	start := p.now()
+	if err := p.checkKey(key); err != nil {
+		o := retried(FailureNoKey)
+		o.err, o.took = err, p.now().Sub(start)
+		p.tell(ctx, p.outcomeOf("", "", o))
+		return lockResult{outcome: notAcquired, err: err}, err
+	}
+	res := p.lock.do(ctx, key, "", p.cfg.WaitInProgress, fn)
+	o := p.judgeDo(res)
+	o.res, o.took = res, p.now().Sub(start)
+	p.tell(ctx, p.outcomeOf(key, "", o))
+	switch res.outcome {
+	case processed:
+		return res, nil
+	case processedUnrecorded:
+		p.log.ErrorContext(ctx, "function ran but its completion was not recorded: a later call with the same key after the lock expires would run it again (duplicate possible)",
+			"key", p.lock.shownKey(key), "error", res.err)
+		return res, nil
+	}
+	return res, res.err
+}
+
+// checkKey refuses a key Do cannot lock.
+func (p *Processor) checkKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrNoKey)
+	}
+	if p.cfg.HashKeys {
+		return nil
+	}
+	if len(key) > maxKeyBytes || !utf8.ValidString(key) {
+		// Not UTF-8: the SDK would write each bad byte as U+FFFD, and two
+		// keys could share one record.
+		return fmt.Errorf("%w: key of %d bytes, want 1 to %d of valid UTF-8 (%s lifts both limits)", ErrNoKey, len(key), maxKeyBytes, p.cfg.setting("HashKeys"))
+	}
+	return nil
+}
+
+// judgeDo is what a call of Do counts as.
+func (p *Processor) judgeDo(res lockResult) outcome {
+	switch res.outcome {
+	case processed:
+		return outcome{verdict: done, metric: MetricProcessed}
+	case processedUnrecorded:
+		return outcome{verdict: done, metric: MetricUnrecordedCompletion, lockLost: res.lockLost || errors.Is(res.err, ErrLockLost)}
+	case duplicate:
+		return outcome{verdict: done, metric: MetricDuplicate}
+	case inProgress:
+		return outcome{verdict: retry, metric: MetricInProgress}
+	case payloadMismatch:
+		return retried(FailurePayloadMismatch)
+	case failed:
+		o := retried(FailureHandler)
+		if res.lockLost {
+			o.failure = FailureLockLost
+		}
+		o.lockLost = res.lockLost
+		return o
+	}
+	if errors.Is(res.err, ErrMisconfigured) {
+		return retried(FailureStoreMisconfigured)
+	}
+	return retried(FailureStoreUnavailable)
+}
