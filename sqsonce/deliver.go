@@ -92,7 +92,7 @@ func (p *Processor) acquireUnit(ctx context.Context, b budget, recs []keyed, uni
 	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
 		r := recs[i]
 		if !r.ok {
-			outcomes[i] = retried(FailureNoKey)
+			outcomes[i] = noKey(recs[i].err)
 			return false
 		}
 		if first, ok := holder[r.key]; ok {

@@ -222,3 +222,63 @@ func ExampleIsPermanent() {
 	// Output:
 	// true false
 }
+
+// An API handler that answers a repeated request with the first one's
+// response: the order is placed once, and a retry of the request (same
+// Idempotency-Key) gets the same order back, marked as a replay.
+func ExampleDoResult() {
+	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "api", Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	type Order struct {
+		ID    string
+		Total int
+	}
+	placed := 0
+	handle := func(ctx context.Context, idempotencyKey string) {
+		ran := false
+		order, err := sqsonce.DoResult(ctx, p, idempotencyKey, func(ctx context.Context) (Order, error) {
+			ran = true
+			placed++
+			return Order{ID: fmt.Sprintf("o-%d", placed), Total: 42}, nil
+		})
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		// The function did not run, and there is an answer: the first
+		// call's, stored with its completion.
+		fmt.Printf("%+v Idempotent-Replayed: %v\n", order, !ran)
+	}
+	handle(context.Background(), "req-7f3a")
+	handle(context.Background(), "req-7f3a")
+	fmt.Println("orders placed:", placed)
+	// Output:
+	// {ID:o-1 Total:42} Idempotent-Replayed: false
+	// {ID:o-1 Total:42} Idempotent-Replayed: true
+	// orders placed: 1
+}
+
+// OnOutcome receives one Outcome per record and per Do: here a counter by
+// kind, as an OpenTelemetry or Prometheus counter would be fed.
+func ExampleConfig_onOutcome() {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	p, err := sqsonce.New(sqsonce.Config{
+		Store: sqsoncetest.NewStore(), KeyPrefix: "jobs", Logger: slog.New(slog.DiscardHandler),
+		OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			counts[o.Kind]++
+		},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		_ = p.Do(context.Background(), "nightly-report", func(context.Context) error { return nil })
+	}
+	fmt.Println(counts[sqsonce.MetricProcessed], "processed,", counts[sqsonce.MetricDuplicate], "duplicates")
+	// Output: 1 processed, 2 duplicates
+}

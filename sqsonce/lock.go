@@ -197,14 +197,14 @@ func waitInterval(attempt int, r float64) time.Duration {
 	return step - time.Duration(r*float64(step/2))
 }
 
-// waitReads is the most reads a wait of d makes: the count of the shortest
-// intervals that fit in d.
+// waitReads is the most reads a wait of d makes: one after each of the
+// shortest intervals that fit in d, and one at its end.
 func waitReads(d time.Duration) int {
 	n := 0
 	for elapsed := time.Duration(0); ; n++ {
 		elapsed += waitInterval(n, 1)
 		if elapsed > d {
-			return n
+			return n + 1
 		}
 	}
 }
@@ -229,7 +229,7 @@ func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time
 			res.waited = g.now().Sub(start)
 			return nil, res
 		}
-		if err := g.sleep(ctx, d); err != nil {
+		if err := g.sleep(ctx, d); err != nil || ctx.Err() != nil {
 			res.waited = g.now().Sub(start)
 			return nil, res
 		}

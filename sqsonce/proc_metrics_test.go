@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,18 +77,75 @@ func runMetricsCases(t *testing.T, backends []procBackend, cases []metricsCase) 
 					if tt.configure != nil {
 						configure = append(configure, tt.configure)
 					}
+					told := &toldOutcomes{}
+					configure = append(configure, func(c *sqsonce.Config) { c.OnOutcome = told.add })
 					b := procSetup(t, be, configure...)
 					if tt.prepare != nil {
 						tt.prepare(t, b)
 					}
 					b.metrics.reset()
+					told.reset()
 					from := b.clock.Now()
 					n := tt.run(t, b)
 					checkProcMetrics(t, b, from, n, tt.want)
+					// The hook sees what the metrics count: one source.
+					got := told.counts()
+					for _, k := range slices.Sorted(maps.Keys(tt.want)) {
+						if got[k] != tt.want[k] {
+							t.Errorf("OnOutcome: %s = %v, want %v as the metrics", k, got[k], tt.want[k])
+						}
+					}
+					for k, v := range got {
+						if _, ok := tt.want[k]; !ok && v != 0 {
+							t.Errorf("OnOutcome: %s = %v, want 0 as the metrics", k, v)
+						}
+					}
 				})
 			}
 		})
 	}
+}
+
+// toldOutcomes collects the Outcomes Config.OnOutcome receives.
+type toldOutcomes struct {
+	mu   sync.Mutex
+	outs []sqsonce.Outcome
+}
+
+func (o *toldOutcomes) add(_ context.Context, out sqsonce.Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outs = append(o.outs, out)
+}
+
+func (o *toldOutcomes) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outs = nil
+}
+
+// counts are the Outcomes counted as the metrics count records:
+// "Kind", "Kind/Reason", and the flags' metrics.
+func (o *toldOutcomes) counts() metricCounts {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := metricCounts{}
+	for _, out := range o.outs {
+		c[out.Kind]++
+		if out.Reason != "" {
+			c[out.Kind+"/"+out.Reason]++
+		}
+		if out.LockLost {
+			c[sqsonce.MetricLockLost]++
+		}
+		if out.BackoffApplied {
+			c[sqsonce.MetricBackoffApplied]++
+		}
+		if out.InProgressHidden {
+			c[sqsonce.MetricInProgressHidden]++
+		}
+	}
+	return c
 }
 
 func withBackoff(c *sqsonce.Config) { c.FailureBackoffBase = 10 * time.Second }

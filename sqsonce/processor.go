@@ -50,7 +50,12 @@ type deps struct {
 
 // Processor runs a Handler (or hands records to a Target) for SQS events,
 // and any function with Do, under the idempotency lock. It is safe for
-// concurrent use; build one per process.
+// concurrent use; build one per process. Concurrent calls of Handle (Lambda
+// Managed Instances run several invocations in one process) and of Do
+// share the store and its client, the local cache, the configuration and
+// the queue check (once per process); each Handle call plans, counts and
+// writes the metrics of its own batch, and calls Config.OnOutcome for its
+// own records.
 type Processor struct {
 	cfg     Config
 	lock    *locker
@@ -233,6 +238,7 @@ type keyed struct {
 	key string
 	log *slog.Logger
 	ok  bool
+	err error // why it has no key
 }
 
 // readKeys reads every record's key once, before the batch is planned:
@@ -240,8 +246,8 @@ type keyed struct {
 func (p *Processor) readKeys(ctx context.Context, records []events.SQSMessage) []keyed {
 	out := make([]keyed, len(records))
 	for i, msg := range records {
-		key, log, ok := p.key(ctx, msg)
-		out[i] = keyed{msg: msg, key: key, log: log, ok: ok}
+		key, log, err := p.key(ctx, msg)
+		out[i] = keyed{msg: msg, key: key, log: log, ok: err == nil, err: err}
 	}
 	return out
 }
@@ -359,15 +365,22 @@ func (p *Processor) walkUnit(ctx context.Context, b budget, recs []keyed, unit [
 
 func (p *Processor) process(ctx context.Context, r keyed) outcome {
 	if !r.ok {
-		return retried(FailureNoKey)
+		return noKey(r.err)
 	}
 	res := p.lock.do(ctx, r.key, p.payloadHash(r.msg), 0, func(ctx context.Context) ([]byte, error) { return nil, p.handler(ctx, r.msg) })
 	return p.report(ctx, r.log, res)
 }
 
+// noKey is the outcome of a record without a key (err says why): retried.
+func noKey(err error) outcome {
+	o := retried(FailureNoKey)
+	o.err = err
+	return o
+}
+
 // key reads msg's idempotency key, and returns the record's logger with it.
-// A record without a key is logged and retried (ok false).
-func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, ok bool) {
+// A record without a key is logged and retried (err says why).
+func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, _ error) {
 	log = p.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
 	limit := maxKeyBytes
 	if p.cfg.HashKeys {
@@ -377,9 +390,9 @@ func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string,
 	if err != nil {
 		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
 			"outcome", "no-key", "error", err)
-		return "", log, false
+		return "", log, err
 	}
-	return key, log.With("key", p.lock.shownKey(key)), true
+	return key, log.With("key", p.lock.shownKey(key)), nil
 }
 
 // report logs what the lock protocol did with a record and decides its
