@@ -53,6 +53,9 @@ unit:
 	@# The example is a module of its own, tested as a user tests theirs: on
 	@# sqsoncetest's store, no AWS.
 	cd examples/orders && $(GO) test -race -count=1 ./...
+	@# So is the OpenTelemetry example, its counter read with the SDK's
+	@# ManualReader.
+	cd examples/otel && $(GO) test -race -count=1 ./...
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
 ## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc and

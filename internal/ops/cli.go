@@ -134,10 +134,11 @@ func (c *cli) root() *cobra.Command {
 queue's consumer behind one (preflight, cutover).
 
 It finds the queues and the idempotency table from the stack's CloudFormation
-outputs (--stack), or from explicit flags, and uses the AWS CLI's
-configuration chain: AWS_PROFILE or --profile, AWS_REGION or --region,
-AWS_ENDPOINT_URL, credentials from the environment, the shared files, SSO or
-the instance role.
+outputs (--stack), the key prefix and whether keys are hashed from the
+stack's processor (KEY_PREFIX, HASH_KEYS), or all from explicit flags, and
+uses the AWS CLI's configuration chain: AWS_PROFILE or --profile,
+AWS_REGION or --region, AWS_ENDPOINT_URL, credentials from the environment,
+the shared files, SSO or the instance role.
 
 Exit codes: 0 done; 1 an AWS call or something unexpected failed; 2 bad
 usage; 3 refused (a live lock without --force, a record in another state or
@@ -157,16 +158,25 @@ check failed.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Flags anywhere, the key last: sqs-once release --stack orders --force KEY.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return c.setup(cmd.Context()) },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// A --hash-keys=false given wins over a stack's HASH_KEYS=on
+			// as much as --hash-keys does over off: only whether the flag
+			// was given tells the two apart from no flag.
+			if f := cmd.Flags().Lookup("hash-keys"); f != nil && f.Changed {
+				c.flags.HashKeysFrom = "flag"
+			}
+			return c.setup(cmd.Context())
+		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	pf := root.PersistentFlags()
-	pf.StringVar(&c.flags.Stack, "stack", "", "CloudFormation stack `NAME` to read the queues, table and key prefix from")
+	pf.StringVar(&c.flags.Stack, "stack", "", "CloudFormation stack `NAME` to read the queues, table, key prefix and key hashing from")
 	pf.StringVar(&c.flags.MainQueue, "main-queue", "", "main queue `URL` (default: the stack's MainQueueUrl)")
 	pf.StringVar(&c.flags.DeadLetter, "dlq", "", "dead-letter queue `URL` (default: the stack's DeadLetterQueueUrl)")
 	pf.StringVar(&c.flags.OperatorQueue, "operator-queue", "", "operator queue `URL` (default: the stack's OperatorQueueUrl)")
 	pf.StringVar(&c.flags.Table, "table", "", "idempotency table `NAME` (default: the stack's IdempotencyTableName)")
 	pf.StringVar(&c.flags.KeyPrefix, "key-prefix", "", "record id `PREFIX`, the processor's KEY_PREFIX (default: read from the stack's processor, else <stack>-processor)")
+	pf.BoolVar(&c.flags.HashKeys, "hash-keys", false, "the processor hashes keys (HASH_KEYS=on): a KEY's record id is <prefix>#<SHA-256 of KEY> (default: read from the stack's processor, else off)")
 	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
 	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
 	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
@@ -209,7 +219,7 @@ func (c *cli) records() (*Records, error) {
 		return nil, err
 	}
 	c.use("table " + table)
-	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, Region: c.cfg.Region, Now: c.io.Now}, nil
+	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, HashKeys: c.targets.HashKeys, Region: c.cfg.Region, Now: c.io.Now}, nil
 }
 
 // use records that the command calls on what: where says so if it fails.

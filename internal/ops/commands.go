@@ -115,7 +115,13 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			fmt.Fprintf(w, "\n%s under %s# (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, count(rep.Scanned, "item", "items"))
 			if len(rep.Locks) > 0 {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "key\tfence\towner\tlock")
+				// A hashed id cannot be turned back into its key: the
+				// column says what it shows, the hash the logs show.
+				column := "key"
+				if c.targets.HashKeys {
+					column = "key hash"
+				}
+				fmt.Fprintln(tw, column+"\tfence\towner\tlock")
 				for _, r := range rep.Locks {
 					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Key, r.Fence, r.Owner, lockWords(r, c.io.Now()))
 				}
@@ -142,6 +148,9 @@ func (c *cli) printTargets() {
 		fmt.Fprintf(c.io.Stdout, "stack %s", t.Stack)
 		if t.Table != "" {
 			fmt.Fprintf(c.io.Stdout, ", table %s, key prefix %s (%s)", t.Table, t.KeyPrefix, t.KeyPrefixFrom)
+			if t.HashKeys {
+				fmt.Fprintf(c.io.Stdout, ", keys hashed (%s)", t.HashKeysFrom)
+			}
 		}
 		fmt.Fprintln(c.io.Stdout)
 	}
@@ -160,10 +169,11 @@ func lockWords(r Record, now time.Time) string {
 
 // describe is the record in plain words, one "label value" pair a line.
 func describe(r Record, now time.Time) [][2]string {
-	lines := [][2]string{
-		{"key", r.Key},
-		{"record id", r.RecordID + "  (look it up in the logs, with the fence below)"},
+	lines := [][2]string{{"key", r.Key}}
+	if r.KeyHash != "" && r.KeyHash != r.Key {
+		lines = append(lines, [2]string{"key hash", r.KeyHash + "  (SHA-256 of the key, HASH_KEYS=on: the logs and metrics show this)"})
 	}
+	lines = append(lines, [2]string{"record id", r.RecordID + "  (look it up in the logs, with the fence below)"})
 	var status string
 	switch r.Status {
 	case sqsonce.StatusProcessing:
@@ -217,10 +227,19 @@ func (c *cli) inspectCmd() *cobra.Command {
 		Long: `inspect reads the key's record (strongly consistent) and says what it means:
 its status, owner and fence, when its lock expires or its dedupe window
 ends, and the record id (<KEY_PREFIX>#<KEY>) to look for in the logs.
-A key without a record exits 4.`,
+A key without a record exits 4.
+
+KEY is the plain key. When the processor hashes keys (HASH_KEYS=on, read
+from the stack's processor, or --hash-keys), the record id is
+<KEY_PREFIX>#<SHA-256 of KEY>, and the logs show the hash: inspect,
+release and forget hash KEY and print the id looked up. A hash copied from
+the logs is looked up as it is with --hash-keys=false. A key not found
+under one id but under the other says which flag finds it.`,
 		Example: `  sqs-once inspect --stack orders order-42
   sqs-once inspect --stack orders --json order-42 | jq .status
-  sqs-once inspect --table orders-idem --key-prefix orders order-42`,
+  sqs-once inspect --table orders-idem --key-prefix orders order-42
+  sqs-once inspect --table orders-idem --key-prefix orders --hash-keys order-42
+  sqs-once inspect --stack orders --hash-keys=false 3bf8b157c4238eefe5ae4a66eca81c6b887d4dcedb58dd674271859f4dc2edfd`,
 		Args: cobra.ArbitraryArgs,
 	}
 	cmd.RunE = c.keyCommand(func(ctx context.Context, recs *Records, key string) error {
@@ -254,7 +273,10 @@ effect: another message with the key can then run the handler while the
 holder is still running; the holder learns it only at its next renewal
 (LOCK_TIMEOUT), which cancels its handler as lock lost, and a side effect
 already under way goes on. Use it only when you know the holder is dead (its invocation timed out
-or crashed, per the logs) and waiting for the lock to expire is too long.`,
+or crashed, per the logs) and waiting for the lock to expire is too long.
+
+KEY is the plain key, hashed when the processor hashes keys (see
+sqs-once inspect --help).`,
 		Example: `  sqs-once release --stack orders order-42
   sqs-once release --stack orders --force order-42`,
 		Args: cobra.ArbitraryArgs,
@@ -291,7 +313,10 @@ func (c *cli) forgetCmd() *cobra.Command {
 key runs the handler again instead of being deleted as a duplicate: for a
 side effect that was undone, or a completion recorded by mistake. It asks
 for confirmation; --yes skips the question (scripts). The delete is
-conditional on the record being the completion that was shown.`,
+conditional on the record being the completion that was shown.
+
+KEY is the plain key, hashed when the processor hashes keys (see
+sqs-once inspect --help).`,
 		Example: `  sqs-once forget --stack orders order-42
   sqs-once forget --stack orders --yes order-42`,
 		Args: cobra.ArbitraryArgs,
@@ -425,6 +450,11 @@ func (c *cli) keyCommand(body func(ctx context.Context, recs *Records, key strin
 		recs, err := c.records()
 		if err != nil {
 			return err
+		}
+		if recs.HashKeys {
+			// The id differs from the key given: say what is looked up,
+			// on stderr, so that --json's stdout stays one document.
+			fmt.Fprintf(c.io.Stderr, "keys hashed (%s): key %q is record id %s\n", c.targets.HashKeysFrom, key, recs.recordID(key))
 		}
 		return body(ctx, recs, key)
 	})

@@ -25,6 +25,7 @@ func TestResolveFromStack(t *testing.T) {
 		Stack: st.Name, MainQueue: output(t, "MainQueueUrl"), DeadLetter: output(t, "DeadLetterQueueUrl"),
 		OperatorQueue: output(t, "OperatorQueueUrl"), Table: output(t, "IdempotencyTableName"),
 		KeyPrefix: st.Name + "-processor", KeyPrefixFrom: "processor environment",
+		HashKeys: false, HashKeysFrom: "processor environment",
 	}
 	if got != want {
 		t.Errorf("Resolve(--stack %s) =\n%+v\nwant\n%+v", st.Name, got, want)

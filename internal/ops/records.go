@@ -17,6 +17,9 @@ type Records struct {
 	DB     DynamoAPI
 	Table  string
 	Prefix string
+	// HashKeys: the processor hashes keys (sqsonce.Config.HashKeys), so a
+	// key's record is under its sqsonce.HashKey.
+	HashKeys bool
 	// Region is the table's region, for messages ("" when unknown).
 	Region string
 	// Now is the clock lock expiry is judged by; injected so tests need not
@@ -26,7 +29,13 @@ type Records struct {
 
 // Record is one key's record, read back in plain terms.
 type Record struct {
-	Key      string         `json:"key"`
+	// Key is the key looked up; in a list (Locks), the record id's part
+	// after the prefix: the key's hash when keys are hashed, since a hash
+	// cannot be turned back into its key.
+	Key string `json:"key"`
+	// KeyHash is the key's sqsonce.HashKey when keys are hashed: what the
+	// processor's logs, metrics and outcomes show instead of the key.
+	KeyHash  string         `json:"keyHash,omitempty"`
 	RecordID string         `json:"recordId"`
 	Status   sqsonce.Status `json:"status"`
 	Owner    string         `json:"owner,omitempty"`
@@ -49,7 +58,17 @@ type Record struct {
 
 func (r *Records) store() *sqsonce.DynamoDBStore { return sqsonce.NewDynamoDBStore(r.DB, r.Table) }
 
-func (r *Records) recordID(key string) string { return sqsonce.RecordID(r.Prefix, key) }
+// shownKey is key as the record id holds it: its hash when keys are hashed.
+func (r *Records) shownKey(key string) string {
+	if r.HashKeys {
+		return sqsonce.HashKey(key)
+	}
+	return key
+}
+
+// recordID is the id of key's record: "<Prefix>#<key>", or with HashKeys
+// "<Prefix>#<sqsonce.HashKey(key)>", as the processor writes it.
+func (r *Records) recordID(key string) string { return sqsonce.RecordID(r.Prefix, r.shownKey(key)) }
 
 // where names the table, and its region when known, for messages.
 func (r *Records) where() string {
@@ -70,7 +89,7 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 	var bad *sqsonce.RecordError
 	switch {
 	case errors.Is(err, sqsonce.ErrNotFound):
-		return Record{}, fmt.Errorf("key %q (record id %s in %s): %w: no record; the key was never processed under this prefix, or its record expired", key, id, r.where(), ErrNotFound)
+		return Record{}, fmt.Errorf("key %q (record id %s in %s): %w: no record; %s", key, id, r.where(), ErrNotFound, r.otherID(ctx, key))
 	case errors.As(err, &bad):
 		// A record the protocol did not write (an unknown status, a lock
 		// without an expiry) is still one the operator must see: the
@@ -79,7 +98,34 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 	case err != nil:
 		return Record{}, awsError("read record "+id+" in "+r.where(), err)
 	}
-	return r.record(key, stored), nil
+	rec := r.record(key, stored)
+	if r.HashKeys {
+		rec.KeyHash = sqsonce.HashKey(key)
+	}
+	return rec, nil
+}
+
+// otherID says why a key has no record. A record under the other id, the
+// key hashed when keys are not hashed or the reverse, means HashKeys does
+// not match the processor's HASH_KEYS (or a hash from the logs was given
+// as the key, with HashKeys): the operator is told which flag finds it
+// rather than that the key was never processed. It costs one more read,
+// only on this path.
+func (r *Records) otherID(ctx context.Context, key string) string {
+	const never = "the key was never processed under this prefix, or its record expired"
+	other, found := sqsonce.RecordID(r.Prefix, key), "the unhashed id"
+	fix := "the processor does not hash keys, or the key given is already a hash (as the logs show it); pass --hash-keys=false"
+	if !r.HashKeys {
+		other, found = sqsonce.RecordID(r.Prefix, sqsonce.HashKey(key)), "the hashed id"
+		fix = "the processor hashes keys (HASH_KEYS=on); pass --hash-keys"
+	}
+	_, err := r.store().Read(ctx, other)
+	var bad *sqsonce.RecordError
+	if err != nil && !errors.As(err, &bad) {
+		// Not there, or unreadable: the first answer stands.
+		return never
+	}
+	return fmt.Sprintf("it was found under %s %s instead: %s", found, other, fix)
 }
 
 // record is stored in plain terms, judged by the clock now.
@@ -241,7 +287,11 @@ func (r *Records) Locks(ctx context.Context, progress func(scanned, found int)) 
 	}
 	locks := make([]Record, 0, len(found))
 	for _, s := range found {
-		locks = append(locks, r.record(strings.TrimPrefix(s.ID, r.Prefix+"#"), s))
+		rec := r.record(strings.TrimPrefix(s.ID, r.Prefix+"#"), s)
+		if r.HashKeys {
+			rec.KeyHash = rec.Key
+		}
+		locks = append(locks, rec)
 	}
 	return locks, nil
 }

@@ -24,6 +24,15 @@ type Targets struct {
 	// KeyPrefixFrom says where KeyPrefix came from, for the operator to
 	// judge it: "flag", "processor environment" or "stack default".
 	KeyPrefixFrom string `json:"keyPrefixFrom,omitempty"`
+	// HashKeys: the processor hashes keys (HASH_KEYS=on), so a key's
+	// record id is "<KeyPrefix>#<sqsonce.HashKey(key)>".
+	HashKeys bool `json:"hashKeys"`
+	// HashKeysFrom says where HashKeys came from: "flag", "processor
+	// environment", "stack parameter" or "default". A caller that sets
+	// HashKeys from a flag sets it to "flag": a false HashKeys alone cannot
+	// say whether the operator chose it, and Resolve reads the stack only
+	// for what the operator left unsaid.
+	HashKeysFrom string `json:"hashKeysFrom,omitempty"`
 	// Region is the region of the calls, for messages ("" when unknown).
 	Region string `json:"region,omitempty"`
 }
@@ -36,18 +45,24 @@ const (
 	outputTable         = "IdempotencyTableName"
 	processorLogicalID  = "ProcessorFunction"
 	envKeyPrefix        = "KEY_PREFIX"
+	envHashKeys         = "HASH_KEYS"
+	paramHashKeys       = "HashKeys"
 )
 
 // Resolve fills what flags left empty from the stack's CloudFormation
-// outputs, and the key prefix from the processor's own KEY_PREFIX: the
-// template derives it from the stack name unless KeyPrefix is set, and only
-// the deployed function knows which. Flags win over the stack.
+// outputs, and the key prefix and key hashing from the processor's own
+// KEY_PREFIX and HASH_KEYS: the template derives the prefix from the stack
+// name unless KeyPrefix is set, and only the deployed function knows which
+// (or what was changed on it by hand). Flags win over the stack.
 func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (Targets, error) {
 	t := flags
 	if t.KeyPrefix != "" {
 		t.KeyPrefixFrom = "flag"
 	}
 	if t.Stack == "" {
+		if t.HashKeysFrom == "" {
+			t.HashKeysFrom = "default"
+		}
 		return t, nil
 	}
 	st, err := describeStack(ctx, cf, t.Stack, t.Region)
@@ -64,8 +79,16 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 	fill(&t.DeadLetter, outputDeadLetter)
 	fill(&t.OperatorQueue, outputOperatorQueue)
 	fill(&t.Table, outputTable)
+	if t.KeyPrefix != "" && t.HashKeysFrom != "" {
+		// Both given: no need to read the processor.
+		return t, nil
+	}
+	env, unread := processorEnv(ctx, cf, fn, t.Stack)
 	if t.KeyPrefix == "" {
-		t.KeyPrefix, t.KeyPrefixFrom = stackKeyPrefix(ctx, cf, fn, t.Stack)
+		t.KeyPrefix, t.KeyPrefixFrom = keyPrefixOf(env, unread, t.Stack)
+	}
+	if t.HashKeysFrom == "" {
+		t.HashKeys, t.HashKeysFrom = hashKeysOf(env, unread, stackParameters(st))
 	}
 	return t, nil
 }
@@ -127,30 +150,75 @@ func stackResources(ctx context.Context, cf StackAPI, stack string) (map[string]
 	return ids, nil
 }
 
-// stackKeyPrefix reads KEY_PREFIX from the processor's environment. Reading
-// it needs lambda:GetFunctionConfiguration, which an operator's role may
-// lack: then it falls back on the template's default, "<stack>-processor",
-// and says so, rather than failing a read-only command.
-func stackKeyPrefix(ctx context.Context, cf StackAPI, fn FunctionAPI, stack string) (prefix, from string) {
-	fallback := stack + "-processor"
+// stackParameters are the stack's parameters by key.
+func stackParameters(st cftypes.Stack) map[string]string {
+	params := map[string]string{}
+	for _, p := range st.Parameters {
+		params[aws.ToString(p.ParameterKey)] = aws.ToString(p.ParameterValue)
+	}
+	return params
+}
+
+// processorEnv reads the environment of the stack's processor function.
+// Reading it needs lambda:GetFunctionConfiguration, which an operator's
+// role may lack: then env is nil and unread says why, and the callers fall
+// back on the stack's defaults rather than fail a read-only command.
+func processorEnv(ctx context.Context, cf StackAPI, fn FunctionAPI, stack string) (env map[string]string, unread string) {
 	ids, err := stackResources(ctx, cf, stack)
 	if err != nil {
-		return fallback, "stack default (processor not readable)"
+		return nil, "processor not readable"
 	}
 	physical, ok := ids[processorLogicalID]
 	if !ok {
-		return fallback, "stack default (no processor in the stack)"
+		return nil, "no processor in the stack"
 	}
 	conf, err := fn.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{
 		FunctionName: aws.String(physical),
 	})
 	if err != nil || conf.Environment == nil {
-		return fallback, "stack default (processor not readable)"
+		return nil, "processor not readable"
 	}
-	if p := strings.TrimSpace(conf.Environment.Variables[envKeyPrefix]); p != "" {
+	if conf.Environment.Variables == nil {
+		return map[string]string{}, ""
+	}
+	return conf.Environment.Variables, ""
+}
+
+// keyPrefixOf is the processor's KEY_PREFIX, or the template's default,
+// "<stack>-processor", saying which.
+func keyPrefixOf(env map[string]string, unread, stack string) (prefix, from string) {
+	fallback := stack + "-processor"
+	if env == nil {
+		return fallback, "stack default (" + unread + ")"
+	}
+	if p := strings.TrimSpace(env[envKeyPrefix]); p != "" {
 		return p, "processor environment"
 	}
 	return fallback, "stack default"
+}
+
+// hashKeysOf says whether the processor hashes keys, read as the processor
+// reads HASH_KEYS (sqsonce.ConfigFromEnv: trimmed, blank is unset, unset is
+// off). When the processor's environment could not be read, the stack's
+// HashKeys parameter, which the template passes to HASH_KEYS, is the next
+// best; a stack without one (a template from before HashKeys) does not hash.
+func hashKeysOf(env map[string]string, unread string, params map[string]string) (hash bool, from string) {
+	if env == nil {
+		if v, ok := params[paramHashKeys]; ok {
+			return strings.TrimSpace(v) == "on", "stack parameter (" + unread + ")"
+		}
+		return false, "default (" + unread + ")"
+	}
+	switch v := strings.TrimSpace(env[envHashKeys]); v {
+	case "on":
+		return true, "processor environment"
+	case "off", "":
+		return false, "processor environment"
+	default:
+		// The processor refuses to start with such a value, so it wrote
+		// no record under it: its records, if any, predate the change.
+		return false, fmt.Sprintf("processor environment, where %s=%q is not on or off and the processor refuses to start", envHashKeys, v)
+	}
 }
 
 // need returns the value, or a usage error naming the flag that gives it.
