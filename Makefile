@@ -33,7 +33,7 @@ SETUP = $(GO) build -o $(BIN_DIR)/setup ./internal/setup && $(BIN_DIR)/setup -dy
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test setup setup-demo check-tools install-dynalite unit lint model model-mutants bench fuzz build clean \
+.PHONY: demo test setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -95,12 +95,19 @@ model:
 model-mutants:
 	internal/dedupe/model/run.sh mutants
 
-## bench: what a record costs (DynamoDB calls, allocations, time; against
-## moto_server and in memory), a batch of ten 200 ms records, the bootstrap's size
+## bench: the client side's figures next to their targets (issue 24), for
+## this tree and BENCH_BASELINE in one run (internal/benchreport): per record
+## time, CPU, instructions (valgrind's callgrind, when installed),
+## allocations and DynamoDB calls against endpoints that answer at once; the
+## processor's init time and peak RSS; the bootstrap's size
+BENCH_BASELINE ?= 8ee3409
 bench:
+	$(GO) run ./internal/benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
+
+## bench-moto: what a record costs against moto_server and in memory, and a
+## batch of ten 200 ms records (go test -bench of ./sqsonce/...)
+bench-moto:
 	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./sqsonce/...
-	$(MAKE) --no-print-directory build-ProcessorFunction ARTIFACTS_DIR=$(BIN_DIR)/processor
-	@wc -c < $(BIN_DIR)/processor/bootstrap | awk '{printf "processor bootstrap (linux/arm64, stripped): %.1f MB\n", $$1/1e6}'
 
 ## fuzz: each fuzz target of the parsers of outside input for FUZZTIME (go
 ## test -fuzz takes one target per run); a failing input is written to the

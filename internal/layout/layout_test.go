@@ -104,8 +104,9 @@ func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, d
 
 // TestShippedBinariesLeaveOutTheLocalMachinery: no package the Lambda
 // functions or the CLI are built from is under internal/local (the demo,
-// the local stack, moto_server and the fault proxy), as built for the
-// host and as the Makefile builds the functions for Lambda.
+// the local stack, moto_server and the fault proxy) or is the benchmarks'
+// fake endpoint (internal/instantaws), as built for the host and as the
+// Makefile builds the functions for Lambda.
 func TestShippedBinariesLeaveOutTheLocalMachinery(t *testing.T) {
 	t.Parallel()
 	roots := []string{module + "/cmd/processor", module + "/cmd/dlq-replayer", module + "/cmd/sqs-once"}
@@ -123,9 +124,18 @@ func TestShippedBinariesLeaveOutTheLocalMachinery(t *testing.T) {
 				t.Fatalf("go list did not list %s", r)
 			}
 		}
-		checkNone(t, g, roots, func(pkg string) bool { return under(pkg, local) },
+		checkNone(t, g, roots, func(pkg string) bool { return under(pkg, local) || under(pkg, module+"/internal/instantaws") },
 			"a shipped binary is built with the local machinery "+strings.Join(append(build.env, build.tags), " "))
 	}
+}
+
+// targetClients are the SDK clients only a Target calls (Lambda, SNS,
+// EventBridge) and CloudWatch's, whose metrics sqsonce writes as log lines.
+var targetClients = []string{"lambda", "sns", "eventbridge", "cloudwatch"}
+
+// isTargetClient reports whether pkg is one of targetClients' packages.
+func isTargetClient(pkg string) bool {
+	return slices.ContainsFunc(targetClients, func(c string) bool { return under(pkg, "github.com/aws/aws-sdk-go-v2/service/"+c) })
 }
 
 // TestSqsonceLinksNoTargetClient: package sqsonce brings in none of the
@@ -139,8 +149,52 @@ func TestSqsonceLinksNoTargetClient(t *testing.T) {
 	if _, ok := g[root]; !ok {
 		t.Fatalf("go list did not list %s", root)
 	}
-	clients := []string{"lambda", "sns", "eventbridge", "cloudwatch"}
-	checkNone(t, g, []string{root}, func(pkg string) bool {
-		return slices.ContainsFunc(clients, func(c string) bool { return under(pkg, "github.com/aws/aws-sdk-go-v2/service/"+c) })
-	}, "sqsonce links a client only a Target needs")
+	checkNone(t, g, []string{root}, isTargetClient, "sqsonce links a client only a Target needs")
+}
+
+// TestLibraryProgramsLinkNoTargetClient: a program that uses only
+// sqsonce.New (FromEnv) with a Handler, or only Do, links none of the
+// clients only a Target needs (testdata/handleronly, testdata/doonly), as
+// built for the host and for Lambda: every client linked is binary size,
+// and each client's package initialisation is init time in every cold start.
+func TestLibraryProgramsLinkNoTargetClient(t *testing.T) {
+	t.Parallel()
+	programs := []string{"./internal/layout/testdata/handleronly", "./internal/layout/testdata/doonly"}
+	var roots []string
+	for _, p := range programs {
+		roots = append(roots, module+strings.TrimPrefix(p, "."))
+	}
+	for _, build := range []struct {
+		env  []string
+		tags string
+	}{
+		{nil, ""},
+		{[]string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "lambda.norpc"},
+	} {
+		g := listDeps(t, build.env, build.tags, programs...)
+		for _, r := range roots {
+			if _, ok := g[r]; !ok {
+				t.Fatalf("go list did not list %s", r)
+			}
+			// Each program on its own: one that links a client must not
+			// hide behind the other.
+			checkNone(t, g.reach(r), []string{r}, isTargetClient, "a program using only sqsonce links a client only a Target needs")
+		}
+	}
+}
+
+// reach is the part of g that root imports, directly or not.
+func (g graph) reach(root string) graph {
+	out := graph{}
+	queue := []string{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if _, seen := out[p]; seen {
+			continue
+		}
+		out[p] = g[p]
+		queue = append(queue, g[p]...)
+	}
+	return out
 }

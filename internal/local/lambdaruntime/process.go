@@ -75,6 +75,17 @@ func (p *Process) Wait(ctx context.Context) error {
 	}
 }
 
+// State is how the process ended, with its resource usage
+// (ProcessState.SysUsage); nil until it has exited.
+func (p *Process) State() *os.ProcessState {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState
+	default:
+		return nil
+	}
+}
+
 // Pid is the process's id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 

@@ -91,6 +91,12 @@ type Server struct {
 	inflight   map[string]*invocation // taken by the runtime, not answered
 	initErr    *FunctionError
 	initFailed chan struct{} // closed with initErr set
+
+	// polled is closed when the runtime's first /next arrives, firstPoll
+	// set before: the end of the function's init phase.
+	polled    chan struct{}
+	pollOnce  sync.Once
+	firstPoll time.Time
 }
 
 type invocation struct {
@@ -127,6 +133,7 @@ func Start(functionARN string) (*Server, error) {
 		closed:      make(chan struct{}),
 		inflight:    map[string]*invocation{},
 		initFailed:  make(chan struct{}),
+		polled:      make(chan struct{}),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathPrefix+"/invocation/next", s.next)
@@ -235,8 +242,24 @@ func (s *Server) failedInit() *FunctionError {
 	return s.initErr
 }
 
+// FirstPoll waits for the runtime's first request for an event, the end
+// of its init phase as Lambda times it, and returns when it arrived; at
+// most until ctx ends.
+func (s *Server) FirstPoll(ctx context.Context) (time.Time, error) {
+	select {
+	case <-s.polled:
+		return s.firstPoll, nil
+	case <-ctx.Done():
+		return time.Time{}, context.Cause(ctx)
+	}
+}
+
 // next answers the runtime's long poll with the next invocation.
 func (s *Server) next(w http.ResponseWriter, r *http.Request) {
+	s.pollOnce.Do(func() {
+		s.firstPoll = time.Now()
+		close(s.polled)
+	})
 	select {
 	case inv := <-s.handoff:
 		// The header has millisecond precision; the deadline the function

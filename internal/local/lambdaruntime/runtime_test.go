@@ -146,6 +146,39 @@ func TestProcessExitEndsInvoke(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("Invoke = %v; want the process's exit", err)
 	}
+	if st := p.State(); st == nil || st.ExitCode() != 1 {
+		t.Fatalf("State() = %v; want the exit status 1", st)
+	}
+}
+
+// TestFirstPoll: FirstPoll waits for the runtime's first request for an
+// event (the end of its init phase) and says when it came.
+func TestFirstPoll(t *testing.T) {
+	srv := startServer(t)
+	early, cancel := context.WithTimeout(testContext(t), 10*time.Millisecond)
+	defer cancel()
+	if at, err := srv.FirstPoll(early); err == nil {
+		t.Fatalf("FirstPoll before any poll = %v; want ctx's end", at)
+	}
+	before := time.Now()
+	got := invokeAsync(t, srv, `{}`, time.Minute)
+	rt := runtimeClient{base: "http://" + srv.Addr() + "/2018-06-01/runtime/"}
+	id, _, _ := rt.next(t)
+	after := time.Now()
+	at, err := srv.FirstPoll(testContext(t))
+	if err != nil || at.Before(before) || at.After(after) {
+		t.Fatalf("FirstPoll = %v, %v; want a time between %v and %v", at, err, before, after)
+	}
+	rt.post(t, "invocation/"+id+"/response", `{}`, nil)
+	<-got
+	// A later poll does not move it.
+	later := invokeAsync(t, srv, `{}`, time.Minute)
+	id, _, _ = rt.next(t)
+	if again, _ := srv.FirstPoll(testContext(t)); !again.Equal(at) {
+		t.Fatalf("FirstPoll after a second poll = %v; want the first, %v", again, at)
+	}
+	rt.post(t, "invocation/"+id+"/response", `{}`, nil)
+	<-later
 }
 
 // TestProtocol drives the emulator as a runtime would, over raw HTTP, for
