@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Kind is the kind of destination a Spec names.
@@ -32,14 +33,22 @@ func (s Spec) String() string { return string(s.Kind) + ":" + s.Dest }
 // ErrBadSpec is the cause of every error ParseSpec returns.
 var ErrBadSpec = errors.New("invalid target")
 
+// The patterns are compiled on first use, not at package initialisation:
+// their counted repetitions ({1,256}) make programs of about a megabyte that
+// every cold start of the processor would build, a target configured or not.
 var (
 	// A function name, a partial ARN (<account>:function:<name>) or a full
 	// ARN, with an optional alias or version; Lambda's own Invoke pattern.
-	lambdaName = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-gov)?(-[a-z]+)+-\d{1}:\d{12}:function:|\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(:(\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
-	topicARN   = regexp.MustCompile(`^arn:aws[a-zA-Z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
-	busName    = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,256}$`)
-	busARN     = regexp.MustCompile(`^arn:aws[a-zA-Z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[A-Za-z0-9._/-]{1,256}$`)
+	lambdaName = lazyRegexp(`^(arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-gov)?(-[a-z]+)+-\d{1}:\d{12}:function:|\d{12}:function:)?([a-zA-Z0-9_-]{1,64})(:(\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
+	topicARN   = lazyRegexp(`^arn:aws[a-zA-Z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+	busName    = lazyRegexp(`^[A-Za-z0-9._/-]{1,256}$`)
+	busARN     = lazyRegexp(`^arn:aws[a-zA-Z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[A-Za-z0-9._/-]{1,256}$`)
 )
+
+// lazyRegexp is regexp.MustCompile(pattern) on first call.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // ParseSpec reads a TARGET value. An error says what is wrong and what the
 // value should look like.
@@ -54,7 +63,7 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	switch spec.Kind {
 	case Lambda:
-		if !lambdaName.MatchString(dest) {
+		if !lambdaName().MatchString(dest) {
 			return bad("want lambda:<function name or ARN>[:<alias or version>]")
 		}
 	case SQS:
@@ -62,11 +71,11 @@ func ParseSpec(s string) (Spec, error) {
 			return bad("want sqs:https://sqs.<region>.amazonaws.com/<account>/<queue>")
 		}
 	case SNS:
-		if !topicARN.MatchString(dest) {
+		if !topicARN().MatchString(dest) {
 			return bad("want sns:arn:aws:sns:<region>:<account>:<topic>")
 		}
 	case Events:
-		if !busName.MatchString(dest) && !busARN.MatchString(dest) {
+		if !busName().MatchString(dest) && !busARN().MatchString(dest) {
 			return bad("want events:<bus name> or events:arn:aws:events:<region>:<account>:event-bus/<name>")
 		}
 	default:
@@ -88,7 +97,7 @@ func queueURL(s string) bool {
 // FunctionName is the function a lambda target names, without account,
 // region or qualifier: what the processor compares with its own name.
 func (s Spec) FunctionName() string {
-	m := lambdaName.FindStringSubmatch(s.Dest)
+	m := lambdaName().FindStringSubmatch(s.Dest)
 	if s.Kind != Lambda || m == nil {
 		return ""
 	}
@@ -97,7 +106,7 @@ func (s Spec) FunctionName() string {
 
 // Qualifier is a lambda target's alias or version, "" for none.
 func (s Spec) Qualifier() string {
-	m := lambdaName.FindStringSubmatch(s.Dest)
+	m := lambdaName().FindStringSubmatch(s.Dest)
 	if s.Kind != Lambda || m == nil {
 		return ""
 	}

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -77,8 +76,9 @@ func sqsEntryError(err error) error {
 	return callError(err, false)
 }
 
-// groupPattern is what SQS and SNS accept as a MessageGroupId.
-var groupPattern = regexp.MustCompile("^[a-zA-Z0-9!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~]{1,128}$")
+// groupPattern is what SQS and SNS accept as a MessageGroupId; compiled on
+// first use, as the patterns of spec.go are.
+var groupPattern = lazyRegexp("^[a-zA-Z0-9!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~]{1,128}$")
 
 // groupID is a FIFO destination's message group: the source's group on a
 // FIFO source, else the key (one key's messages in order, others in
@@ -88,7 +88,7 @@ func groupID(m sqsonce.Delivery) string {
 	if g == "" {
 		g = m.Key
 	}
-	if !groupPattern.MatchString(g) {
+	if !groupPattern().MatchString(g) {
 		return sqsmsg.DeduplicationID("group", g)
 	}
 	return g
