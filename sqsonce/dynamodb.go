@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -129,45 +128,10 @@ func (s *DynamoDBStore) acquire(ctx context.Context, req AcquireRequest) (_ Leas
 	return lease, false, nil
 }
 
-// acquireExpression is the condition under which a new lock may be
-// written, and the lock it writes.
-func acquireExpression(req AcquireRequest) (expression.Expression, error) {
-	absent := expression.AttributeNotExists(expression.Name(AttrID))
-	released := expression.Name(AttrStatus).Equal(expression.Value(string(StatusReleased)))
-	lockExpired := expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))).
-		And(expression.Name(attrLockExpiresAt).LessThan(expression.Value(req.Now.UnixMilli())))
-	// TTL deletes expired items late, up to days after expiresAt, so an
-	// expired completion must count as absent.
-	windowEnded := expression.Name(AttrStatus).Equal(expression.Value(string(StatusCompleted))).
-		And(expression.Name(AttrExpiresAt).LessThan(expression.Value(req.Now.Unix())))
-	fence := expression.Name(attrFence)
-	update := lockUpdate(req.LockUntil).
-		Set(expression.Name(AttrStatus), expression.Value(string(StatusProcessing))).
-		Set(expression.Name(attrOwner), expression.Value(req.Owner)).
-		// Set even when empty: a takeover must not inherit the hash of the
-		// record it replaces.
-		Set(expression.Name(attrPayloadHash), expression.Value(req.PayloadHash)).
-		Set(fence, expression.Plus(expression.IfNotExists(fence, expression.Value(FenceSeed(req.Now))), expression.Value(1))).
-		// A takeover of an ended window must not answer with its result.
-		Remove(expression.Name(attrResult))
-	return expression.NewBuilder().
-		WithCondition(absent.Or(released, lockExpired, windowEnded)).
-		WithUpdate(update).
-		Build()
-}
-
-// lockUpdate sets a lock's expiry, and its TTL: an abandoned lock is
-// garbage FenceRetention after it can be taken over.
-func lockUpdate(lockUntil time.Time) expression.UpdateBuilder {
-	return expression.Set(expression.Name(attrLockExpiresAt), expression.Value(lockUntil.UnixMilli())).
-		Set(expression.Name(AttrExpiresAt), expression.Value(ttlSeconds(lockUntil.Add(FenceRetention))))
-}
-
 // Renew implements Store. A repeat of an applied renewal passes its
 // condition again: it sets the same expiry.
 func (s *DynamoDBStore) Renew(ctx context.Context, lease Lease, lockUntil time.Time) (Lease, error) {
-	cond := ownedBy(lease.Owner).And(expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))))
-	if err := s.ownedUpdate(ctx, "renew", lease, cond, lockUpdate(lockUntil)); err != nil {
+	if err := s.ownedUpdate(ctx, "renew", lease, renewExpression(lease.Owner, lockUntil)); err != nil {
 		return lease, err
 	}
 	lease.LockExpiresAt = lockUntil
@@ -177,24 +141,12 @@ func (s *DynamoDBStore) Renew(ctx context.Context, lease Lease, lockUntil time.T
 // Complete implements Store. A repeat of an applied completion passes its
 // condition again (the owner is unchanged) and rewrites the same record.
 func (s *DynamoDBStore) Complete(ctx context.Context, lease Lease, until time.Time, result []byte) error {
-	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusCompleted))).
-		Set(expression.Name(AttrExpiresAt), expression.Value(until.Unix())).
-		Remove(expression.Name(attrLockExpiresAt))
-	if result != nil {
-		// Binary: stored as given, counted as its length against the
-		// item's 400 KB.
-		update = update.Set(expression.Name(attrResult), expression.Value(&types.AttributeValueMemberB{Value: result}))
-	}
-	return s.ownedUpdate(ctx, "complete", lease, ownedBy(lease.Owner), update)
+	return s.ownedUpdate(ctx, "complete", lease, completeExpression(lease.Owner, until, result))
 }
 
 // Release implements Store.
 func (s *DynamoDBStore) Release(ctx context.Context, lease Lease, now time.Time) error {
-	update := expression.Set(expression.Name(AttrStatus), expression.Value(string(StatusReleased))).
-		Set(expression.Name(attrLockExpiresAt), expression.Value(0)).
-		Set(expression.Name(AttrExpiresAt), expression.Value(ttlSeconds(now.Add(FenceRetention))))
-	cond := ownedBy(lease.Owner).And(expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))))
-	return s.ownedUpdate(ctx, "release", lease, cond, update)
+	return s.ownedUpdate(ctx, "release", lease, releaseExpression(lease.Owner, now))
 }
 
 // ownedUpdate applies update to the lease's record under cond, an owner
@@ -202,12 +154,8 @@ func (s *DynamoDBStore) Release(ctx context.Context, lease Lease, now time.Time)
 // gone or already released by the same owner (a repeat): only a release
 // reads the record where the refusal names none, since only there does it
 // decide anything.
-func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease, cond expression.ConditionBuilder, update expression.UpdateBuilder) error {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
-	if err != nil {
-		return err
-	}
-	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease, expr storeExpr) error {
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(lease.ID),
 		ConditionExpression:                 expr.Condition(),
@@ -257,12 +205,8 @@ func (s *DynamoDBStore) Read(ctx context.Context, id string) (Record, error) {
 
 // Forget implements Store.
 func (s *DynamoDBStore) Forget(ctx context.Context, rec Record) error {
-	cond := expression.Name(AttrStatus).Equal(expression.Value(string(StatusCompleted))).And(ownedBy(rec.Owner))
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return err
-	}
-	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	expr := forgetExpression(rec.Owner)
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.key(rec.ID),
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -287,12 +231,7 @@ func (s *DynamoDBStore) Forget(ctx context.Context, rec Record) error {
 // scanned so far; the earliest expiry first. A scan reads the whole table:
 // its cost is the table's size.
 func (s *DynamoDBStore) Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]Record, error) {
-	filter := expression.Name(AttrID).BeginsWith(prefix + "#").
-		And(expression.Name(AttrStatus).Equal(expression.Value(string(StatusProcessing))))
-	expr, err := expression.NewBuilder().WithFilter(filter).Build()
-	if err != nil {
-		return nil, err
-	}
+	expr := locksExpression(prefix)
 	in := &dynamodb.ScanInput{
 		TableName: aws.String(s.table), FilterExpression: expr.Filter(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
@@ -380,10 +319,6 @@ func parseRecord(item map[string]types.AttributeValue) (Record, error) {
 		return rec, &RecordError{ID: rec.ID, Problem: fmt.Sprintf("%s is %q, not %s, %s or %s", AttrStatus, rec.Status, StatusProcessing, StatusCompleted, StatusReleased)}
 	}
 	return rec, nil
-}
-
-func ownedBy(owner string) expression.ConditionBuilder {
-	return expression.Name(attrOwner).Equal(expression.Value(owner))
 }
 
 func (s *DynamoDBStore) key(id string) map[string]types.AttributeValue {
