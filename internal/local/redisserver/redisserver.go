@@ -201,4 +201,3 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return strings.TrimSpace(b.buf.String())
 }
-
