@@ -1,5 +1,6 @@
 // Package layout checks what ships: the packages the Lambda functions and
 // the CLI are built from leave out the machinery that only runs the product
-// locally (internal/local), and package sqsonce links none of the clients
-// that only a Target needs. It has tests only.
+// locally (internal/local), package sqsonce links none of the clients that
+// only a Target needs, and nothing but sqsonce/redisstore links the Redis
+// client. It has tests only.
 package layout

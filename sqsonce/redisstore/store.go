@@ -47,6 +47,7 @@ type Store struct {
 	prefix string
 	wait   int
 	waitT  time.Duration
+	owned  bool // FromEnv made the client: Close closes it
 }
 
 var _ sqsonce.Store = (*Store)(nil)
