@@ -56,3 +56,20 @@ func TestStoreErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysShareTheHashTag: a record's two keys carry the id as their hash
+// tag; an id that would make the tag empty (it starts with "}"), so that
+// the keys could fall in different cluster slots, is refused as
+// misconfigured, before any call.
+func TestKeysShareTheHashTag(t *testing.T) {
+	s := &Store{prefix: DefaultKeyPrefix}
+	keys, err := s.keys("acquire", "orders#A-1}x")
+	if err != nil || keys[0] != "sqsonce:{orders#A-1}x}" || keys[1] != "sqsonce:{orders#A-1}x}:fence" {
+		t.Errorf("keys = %q, %v", keys, err)
+	}
+	for _, id := range []string{"", "}orders#A-1"} {
+		if _, err := s.keys("acquire", id); !errors.Is(err, sqsonce.ErrMisconfigured) {
+			t.Errorf("keys(%q) returned %v; want ErrMisconfigured", id, err)
+		}
+	}
+}
