@@ -1,6 +1,7 @@
 // Package layout checks what ships: the packages the Lambda functions and
 // the CLI are built from leave out the machinery that only runs the product
-// locally (internal/local) and the benchmarks' fake endpoint, and package
+// locally (internal/local) and the benchmarks' fake endpoint; package
 // sqsonce, and the smallest programs built on it alone (testdata), link none
-// of the clients that only a Target needs. It has tests only.
+// of the clients that only a Target needs; and nothing but
+// sqsonce/redisstore links the Redis client. It has tests only.
 package layout

@@ -6,8 +6,9 @@
 //
 // What it installs: the Python tools (moto_server, cfn-lint, the SAM
 // translator, the AWS CLI), with pip into .venv from requirements-dev.txt, which the
-// Makefile puts first on PATH; spin, gcc and tmux with apt-get when it runs
-// as root (otherwise the message gives the sudo line); dynalite, at the
+// Makefile puts first on PATH; spin, gcc, tmux and redis-server (the Redis
+// store's tests) with apt-get when it runs as root (otherwise the message
+// gives the sudo line); dynalite, at the
 // Makefile's version, with npm into .tools. Node.js itself is the user's to
 // install: distributions package versions too old for dynalite.
 //

@@ -16,8 +16,8 @@ const (
 	// (the demo translates template.yaml).
 	Demo Goal = "demo"
 	// Test is `make test`: the Python tools, spin and gcc (the lock
-	// protocol's model), tmux (the CLI's terminal tests), Node.js and the
-	// pinned dynalite.
+	// protocol's model), tmux (the CLI's terminal tests), redis-server (the
+	// Redis store's tests), Node.js and the pinned dynalite.
 	Test Goal = "test"
 )
 
@@ -115,7 +115,7 @@ func needs(goal Goal) (commands []string, dists []pythonNeed) {
 
 // aptTools are the commands `make test` needs that apt-get installs, under
 // packages of the same name.
-var aptTools = []string{"spin", "gcc", "tmux"}
+var aptTools = []string{"spin", "gcc", "tmux", "redis-server"}
 
 // NewPlan decides what to install for goal on a machine with facts f.
 func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {

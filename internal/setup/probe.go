@@ -12,7 +12,7 @@ import (
 )
 
 // probedCommands are the commands whose presence NewPlan asks about.
-var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "node", "npm", "apt-get", "sudo"}
+var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "node", "npm", "apt-get", "sudo"}
 
 // probedDists are the distributions python3 is asked about (lower case,
 // as NewPlan looks them up): every one requirements-dev.txt pins, for the

@@ -1,0 +1,46 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+)
+
+// redisClient is the Redis client's module: only sqsonce/redisstore may
+// bring it in.
+const redisClient = "github.com/redis/go-redis"
+
+// TestOnlyTheRedisStoreLinksTheRedisClient: the binaries (cmd/..., as built
+// for the host and as the Makefile builds the functions for Lambda),
+// package sqsonce and sqsoncetest bring in no package of the Redis client:
+// a program that uses only the DynamoDB store does not link it (it adds
+// 2.3 MiB to the processor's bootstrap). sqsonce/redisstore does, which
+// shows the check looks where the client is.
+func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
+	t.Parallel()
+	banned := func(pkg string) bool { return under(pkg, redisClient+"/v9") || strings.HasPrefix(pkg, redisClient+"/") }
+	store := listDeps(t, nil, "", "./sqsonce/redisstore")
+	if _, ok := store[redisClient+"/v9"]; !ok {
+		t.Fatalf("go list -deps ./sqsonce/redisstore does not list %s/v9: the check below would prove nothing", redisClient)
+	}
+	roots := []string{module + "/sqsonce", module + "/sqsonce/sqsoncetest", module + "/sqsonce/target"}
+	for _, build := range []struct {
+		env  []string
+		tags string
+	}{
+		{nil, ""},
+		{[]string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "lambda.norpc"}, // the Makefile's LAMBDA_BUILD
+	} {
+		g := listDeps(t, build.env, build.tags, "./cmd/...", "./sqsonce", "./sqsonce/sqsoncetest", "./sqsonce/target")
+		var all []string
+		for pkg := range g {
+			if strings.HasPrefix(pkg, module+"/cmd/") {
+				all = append(all, pkg)
+			}
+		}
+		if len(all) == 0 {
+			t.Fatal("go list listed no command under cmd/")
+		}
+		checkNone(t, g, append(all, roots...), banned,
+			"a binary or package that does not use the Redis store links the Redis client "+strings.Join(append(build.env, build.tags), " "))
+	}
+}

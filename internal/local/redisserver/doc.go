@@ -1,0 +1,12 @@
+// Package redisserver starts a redis-server (or valkey-server) on a free
+// loopback port for one test, without persistence, and stops it, by its
+// process, when the test ends; Restart stops and starts it again on the same
+// port with nothing kept, as a server restarted without persistence comes
+// back. Proxy is a TCP proxy in front of it that can lose the answer to a
+// command the server applied, as a connection dropped at that moment does.
+//
+// The server is Debian's redis-server package (Redis 7), which `make test`
+// installs (internal/setup) when it is missing; valkey-server is used too
+// where the machine has it. A test that needs it and does not find it fails
+// with the install command: it is never skipped.
+package redisserver

@@ -1,0 +1,402 @@
+//go:build integration
+
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sqs-once/sqs-once/internal/local/redisserver"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+)
+
+// What the conformance suite cannot express: the keys and their expiries,
+// the fence counter, records the protocol did not write, the errors, and
+// lost answers.
+
+func base() time.Time { return time.Now().Truncate(time.Millisecond) }
+
+func req(id, owner string, now time.Time) sqsonce.AcquireRequest {
+	return sqsonce.AcquireRequest{ID: id, Owner: owner, Now: now, LockUntil: now.Add(10 * time.Second)}
+}
+
+// pexpiretime is the key's expiry in epoch milliseconds (-2: no key).
+func pexpiretime(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := c.Do(t.Context(), "PEXPIRETIME", key).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestKeysAndExpiries: the record and its fence counter share the id as
+// their hash tag, the record expires as the DynamoDB store's TTL says (a
+// lock FenceRetention after it, a completion when its window's last second
+// ends, a release FenceRetention after it), and the counter outlives the
+// record by FenceRetention.
+func TestKeysAndExpiries(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, c := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	id := "orders#k-1"
+	recKey, fenceKey := "sqsonce:{"+id+"}", "sqsonce:{"+id+"}:fence"
+
+	lease, err := s.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "a", Now: now, LockUntil: now.Add(10*time.Second + 300*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := c.Type(ctx, recKey).Val(); typ != "hash" {
+		t.Fatalf("the record's key %q is of type %q; want a hash", recKey, typ)
+	}
+	lockTTL := ceilSec(now.Add(10*time.Second+300*time.Millisecond).Add(sqsonce.FenceRetention)) * 1000
+	if got := pexpiretime(t, c, recKey); got != lockTTL {
+		t.Errorf("after Acquire the record expires at %d ms; want the lock's end + FenceRetention, rounded up to the second: %d", got, lockTTL)
+	}
+	if got := pexpiretime(t, c, fenceKey); got != lockTTL+sqsonce.FenceRetention.Milliseconds() {
+		t.Errorf("after Acquire the fence counter expires at %d ms; want the record's expiry + FenceRetention: %d", got, lockTTL+sqsonce.FenceRetention.Milliseconds())
+	}
+	if v, _ := c.Get(ctx, fenceKey).Int64(); v != lease.Fence {
+		t.Errorf("the fence counter holds %d; want the lease's fence %d", v, lease.Fence)
+	}
+
+	until := now.Add(48*time.Hour + 700*time.Millisecond)
+	if err := s.Complete(ctx, lease, until, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	windowEnd := (until.Unix() + 1) * 1000
+	if got := pexpiretime(t, c, recKey); got != windowEnd {
+		t.Errorf("after Complete the record expires at %d ms; want the end of the window's last second: %d", got, windowEnd)
+	}
+	if got := pexpiretime(t, c, fenceKey); got != windowEnd+sqsonce.FenceRetention.Milliseconds() {
+		t.Errorf("after Complete the fence counter expires at %d ms; want the window's end + FenceRetention: %d", got, windowEnd+sqsonce.FenceRetention.Milliseconds())
+	}
+
+	// Release: the counter's expiry never moves earlier, even when the
+	// record's does.
+	id2 := "orders#k-2"
+	l2, err := s.Acquire(ctx, sqsonce.AcquireRequest{ID: id2, Owner: "a", Now: now, LockUntil: now.Add(2 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pexpiretime(t, c, "sqsonce:{"+id2+"}:fence")
+	if err := s.Release(ctx, l2, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pexpiretime(t, c, "sqsonce:{"+id2+"}"), ceilSec(now.Add(sqsonce.FenceRetention))*1000; got != want {
+		t.Errorf("after Release the record expires at %d ms; want now + FenceRetention: %d", got, want)
+	}
+	if got := pexpiretime(t, c, "sqsonce:{"+id2+"}:fence"); got != before {
+		t.Errorf("after Release the fence counter expires at %d ms; want it kept at %d (it never moves earlier)", got, before)
+	}
+}
+
+func ceilSec(t time.Time) int64 {
+	if t.Equal(time.Unix(t.Unix(), 0)) {
+		return t.Unix()
+	}
+	return t.Unix() + 1
+}
+
+// TestFenceOutlivesTheRecord: a record gone by expiry (the server deletes
+// the key; here DEL does it at once) and acquired again by a host whose
+// clock is no later still gets a larger fence, from the counter; and a
+// record whose counter was lost (evicted) goes on from the record's fence.
+func TestFenceOutlivesTheRecord(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, c := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	id := "orders#fence"
+	first, err := s.Acquire(ctx, req(id, "a", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, first, now); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Acquire(ctx, req(id, "b", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Del(ctx, "sqsonce:{"+id+"}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	third, err := s.Acquire(ctx, req(id, "c", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Fence != second.Fence+1 {
+		t.Errorf("after the record expired, Acquire at the same clock got fence %d; want %d, one more than the last (the counter outlives the record)", third.Fence, second.Fence+1)
+	}
+	if err := c.Del(ctx, "sqsonce:{"+id+"}:fence").Err(); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(11 * time.Second)
+	fourth, err := s.Acquire(ctx, req(id, "d", later))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fourth.Fence != third.Fence+1 {
+		t.Errorf("with the counter lost, Acquire got fence %d; want the record's %d plus one", fourth.Fence, third.Fence)
+	}
+	if v, _ := c.Get(ctx, "sqsonce:{"+id+"}:fence").Int64(); v != fourth.Fence {
+		t.Errorf("the counter holds %d after the Acquire; want %d, written back", v, fourth.Fence)
+	}
+}
+
+// TestResultIsBinarySafe: a result with NUL bytes and bytes that are not
+// UTF-8 reads back as given, from Read and from a refusal; an empty
+// result is kept apart from none.
+func TestResultIsBinarySafe(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, _ := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	result := []byte{0, 0xff, 0xfe, '\r', '\n', '$', '*', 0, 'x'}
+	for _, tc := range []struct {
+		name   string
+		result []byte
+	}{{"binary", result}, {"empty", []byte{}}, {"none", nil}} {
+		id := "orders#result-" + tc.name
+		lease, err := s.Acquire(ctx, req(id, "a", now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, lease, now.Add(time.Minute), tc.result); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rec.Result, tc.result) || (rec.Result == nil) != (tc.result == nil) {
+			t.Errorf("%s: Read returns Result %q (nil %v); want %q (nil %v)", tc.name, rec.Result, rec.Result == nil, tc.result, tc.result == nil)
+		}
+		_, err = s.Acquire(ctx, req(id, "b", now))
+		var held *sqsonce.HeldError
+		if !errors.As(err, &held) || !bytes.Equal(held.Record.Result, tc.result) || (held.Record.Result == nil) != (tc.result == nil) {
+			t.Errorf("%s: the refusal is %v; want a HeldError carrying %q", tc.name, err, tc.result)
+		}
+	}
+}
+
+// TestForeignRecords: a hash the protocol did not write is a
+// *sqsonce.RecordError (ErrMisconfigured) and is left alone; a key of
+// another type is a StoreError matching ErrMisconfigured.
+func TestForeignRecords(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, c := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	for _, tc := range []struct {
+		name   string
+		fields []any
+	}{
+		{"no-fence", []any{"status", "PROCESSING", "owner", "x", "lockExpiresAt", now.Add(time.Hour).UnixMilli(), "expiresAt", now.Add(2 * time.Hour).Unix()}},
+		{"no-lock-expiry", []any{"status", "PROCESSING", "owner", "x", "fence", 7, "expiresAt", now.Add(2 * time.Hour).Unix()}},
+		{"other-status", []any{"status", "DONE", "owner", "x", "fence", 7, "expiresAt", now.Add(2 * time.Hour).Unix()}},
+		{"someone-elses", []any{"name", "alice"}},
+	} {
+		id := "orders#foreign-" + tc.name
+		key := "sqsonce:{" + id + "}"
+		if err := c.HSet(ctx, key, tc.fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		stored := c.HGetAll(ctx, key).Val()
+		_, err := s.Acquire(ctx, req(id, "a", now))
+		var re *sqsonce.RecordError
+		if !errors.As(err, &re) || !errors.Is(err, sqsonce.ErrMisconfigured) {
+			t.Errorf("%s: Acquire returned %v; want a *sqsonce.RecordError", tc.name, err)
+		}
+		if _, err := s.Read(ctx, id); !errors.As(err, &re) {
+			t.Errorf("%s: Read returned %v; want a *sqsonce.RecordError", tc.name, err)
+		}
+		// Another owner's release is refused, and the refusal cannot be
+		// read as a record.
+		if err := s.Release(ctx, sqsonce.Lease{ID: id, Owner: "y"}, now); !errors.As(err, &re) {
+			t.Errorf("%s: Release returned %v; want a *sqsonce.RecordError", tc.name, err)
+		}
+		if got := c.HGetAll(ctx, key).Val(); len(got) != len(stored) {
+			t.Errorf("%s: the hash changed from %v to %v", tc.name, stored, got)
+		}
+	}
+
+	id := "orders#wrongtype"
+	if err := c.Set(ctx, "sqsonce:{"+id+"}", "a string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"Acquire":  func() error { _, err := s.Acquire(ctx, req(id, "a", now)); return err },
+		"Read":     func() error { _, err := s.Read(ctx, id); return err },
+		"Complete": func() error { return s.Complete(ctx, sqsonce.Lease{ID: id, Owner: "a"}, now, nil) },
+	}
+	for name, call := range calls {
+		err := call()
+		var se *sqsonce.StoreError
+		if !errors.As(err, &se) || !errors.Is(err, sqsonce.ErrMisconfigured) || errors.Is(err, sqsonce.ErrUnavailable) {
+			t.Errorf("%s on a key of another type returned %v; want a *sqsonce.StoreError matching ErrMisconfigured only", name, err)
+		}
+	}
+}
+
+// TestUnreachable: a server that does not answer is ErrUnavailable, not
+// ErrMisconfigured, and says which record.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, _ := newStore(t, srv.Addr, redisstore.Options{})
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := s.Acquire(ctx, req("orders#down", "a", base()))
+	if !errors.Is(err, sqsonce.ErrUnavailable) || errors.Is(err, sqsonce.ErrMisconfigured) {
+		t.Errorf("Acquire on a stopped server returned %v; want ErrUnavailable only", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "orders#down") {
+		t.Errorf("the error %v does not name the record", err)
+	}
+}
+
+// TestLostAnswersAreRecognised: a write the server applied whose answer the
+// connection lost is retried (by the client) and recognised as the
+// caller's own: Acquire returns its lease with the fence it took, not
+// "in progress"; Complete, Renew and Release succeed again.
+func TestLostAnswersAreRecognised(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	proxy := redisserver.NewProxy(t, srv.Addr)
+	s, _ := newStore(t, proxy.Addr, redisstore.Options{})
+	direct, _ := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	id := "orders#lost"
+	// The scripts loaded, so that the answer lost is that of a script the
+	// server ran (not a NOSCRIPT refusal).
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.LoseAnswer([]byte("EVALSHA"))
+	lease, err := s.Acquire(ctx, req(id, "a", now))
+	if proxy.Lost() != 1 {
+		t.Fatalf("the proxy lost %d answers; want 1 (the test proves nothing)", proxy.Lost())
+	}
+	if err != nil {
+		t.Fatalf("Acquire whose answer was lost returned %v; want the lease (the retry is the same acquisition)", err)
+	}
+	rec, err := direct.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Owner != "a" || rec.Fence != lease.Fence || lease.Fence != sqsonce.FenceSeed(now)+1 {
+		t.Errorf("after a lost answer the lease has fence %d and the record is %s; want one acquisition, fence %d", lease.Fence, rec, sqsonce.FenceSeed(now)+1)
+	}
+
+	proxy.LoseAnswer([]byte("EVALSHA"))
+	if _, err := s.Renew(ctx, lease, now.Add(20*time.Second)); err != nil || proxy.Lost() != 2 {
+		t.Errorf("Renew whose answer was lost returned %v (lost %d); want success", err, proxy.Lost())
+	}
+	proxy.LoseAnswer([]byte("EVALSHA"))
+	if err := s.Complete(ctx, lease, now.Add(time.Minute), []byte("done")); err != nil || proxy.Lost() != 3 {
+		t.Errorf("Complete whose answer was lost returned %v (lost %d); want success: the work ran and is recorded", err, proxy.Lost())
+	}
+	if rec, _ := direct.Read(ctx, id); rec.Status != sqsonce.StatusCompleted || string(rec.Result) != "done" {
+		t.Errorf("after Complete the record is %s with result %q; want COMPLETED with %q", rec, rec.Result, "done")
+	}
+
+	id2 := "orders#lost-release"
+	l2, err := s.Acquire(ctx, req(id2, "a", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.LoseAnswer([]byte("EVALSHA"))
+	if err := s.Release(ctx, l2, now); err != nil || proxy.Lost() != 4 {
+		t.Errorf("Release whose answer was lost returned %v (lost %d); want success", err, proxy.Lost())
+	}
+}
+
+// TestWaitReplicas: with WaitReplicas set, a write that no replica
+// acknowledged in time is ErrUnavailable (applied on the primary, and
+// recognised on the retry); with a replica attached, writes succeed and
+// are on the replica when they return.
+func TestWaitReplicas(t *testing.T) {
+	t.Parallel()
+	primary := redisserver.Start(t)
+	s, _ := newStore(t, primary.Addr, redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	ctx := t.Context()
+	now := base()
+	_, err := s.Acquire(ctx, req("orders#wait", "a", now))
+	if !errors.Is(err, sqsonce.ErrUnavailable) {
+		t.Fatalf("Acquire waiting for a replica that does not exist returned %v; want ErrUnavailable", err)
+	}
+
+	replica := redisserver.Start(t)
+	_, rc := newStore(t, replica.Addr, redisstore.Options{})
+	host, port, _ := strings.Cut(primary.Addr, ":")
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Until the replica has synchronised, WAIT counts none: retry the
+	// same acquisition (the retry recognises it) until it is acknowledged.
+	var lease sqsonce.Lease
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		lease, err = s.Acquire(ctx, req("orders#wait", "a", now))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("Acquire with a replica attached: %v", err)
+	}
+	if lease.Fence != sqsonce.FenceSeed(now)+1 {
+		t.Errorf("the acquisition retried until a replica acknowledged it has fence %d; want %d (one acquisition)", lease.Fence, sqsonce.FenceSeed(now)+1)
+	}
+	if err := s.Complete(ctx, lease, now.Add(time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := rc.HGet(ctx, "sqsonce:{orders#wait}", "status").Val(); st != "COMPLETED" {
+		t.Errorf("the replica has status %q right after Complete returned; want COMPLETED (WAIT)", st)
+	}
+}
+
+// TestNewRefusesWaitOnCluster: WAIT cannot follow a write on a cluster
+// client's connection.
+func TestNewRefusesWaitOnCluster(t *testing.T) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer c.Close()
+	if _, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1}); !errors.Is(err, sqsonce.ErrMisconfigured) {
+		t.Errorf("New with WaitReplicas on a cluster client returned %v; want ErrMisconfigured", err)
+	}
+}
+
+// TestCheck: Check passes on a server with the default policy (noeviction)
+// and names an evicting one.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, c := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check on a fresh server: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "volatile-lru") {
+		t.Errorf("Check with maxmemory-policy volatile-lru returned %v; want ErrMisconfigured naming it", err)
+	}
+}

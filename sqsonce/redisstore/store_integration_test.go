@@ -1,0 +1,52 @@
+//go:build integration
+
+package redisstore_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sqs-once/sqs-once/internal/local/redisserver"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+)
+
+// newStore is a store on addr, its client closed when t ends.
+func newStore(t testing.TB, addr string, opts redisstore.Options) (*redisstore.Store, *redis.Client) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := redisstore.New(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+// TestStoreOnRedis: the store passes the conformance suite on redis-server,
+// every rule on one server (the rules keep to ids of their own).
+func TestStoreOnRedis(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
+		s, _ := newStore(t, srv.Addr, redisstore.Options{})
+		return s
+	})
+}
+
+// TestStoreOnValkey: the same on valkey-server, where the machine has it
+// (Debian 12 does not package it: redis-server is what `make test`
+// installs).
+func TestStoreOnValkey(t *testing.T) {
+	t.Parallel()
+	if _, err := redisserver.Binary("valkey-server"); err != nil {
+		t.Skip("valkey-server is not installed; the suite runs on redis-server")
+	}
+	srv := redisserver.StartBinary(t, "valkey-server")
+	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
+		s, _ := newStore(t, srv.Addr, redisstore.Options{})
+		return s
+	})
+}
