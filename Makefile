@@ -56,6 +56,9 @@ unit:
 	@# So is the OpenTelemetry example, its counter read with the SDK's
 	@# ManualReader.
 	cd examples/otel && $(GO) test -race -count=1 ./...
+	@# The processor built with the Redis store (STORE=redis), which the
+	@# default build leaves out.
+	$(GO) test -race -count=1 -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
 ## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc and

@@ -192,6 +192,8 @@ var variables = map[string]string{
 	"QueueURL":           "QUEUE_URL",
 	"FunctionName":       "AWS_LAMBDA_FUNCTION_NAME",
 	"HashKeys":           "HASH_KEYS",
+	// Read by cmd/processor (internal/storeenv), not ConfigFromEnv.
+	"Store": "STORE",
 }
 
 // setting is how an error or log line names field: its variable when the
@@ -220,7 +222,7 @@ func (c Config) check(hasHandler bool) (Config, error) {
 		errs = append(errs, &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	if c.Store == nil && c.Table == "" {
-		bad("Table", "empty: name the idempotency table (or set Config.Store)")
+		bad("Table", "empty: name the idempotency table (or set %s)", c.setting("Store"))
 	}
 	if c.KeyPrefix == "" {
 		bad("KeyPrefix", "empty: record ids are <prefix>#<key>, and the prefix keeps consumers of one table apart")
@@ -329,7 +331,7 @@ func CheckKeyPrefix(prefix string) error {
 func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 	r := envconfig.NewReader(lookup)
 	c := Config{
-		Table:              r.Required("IDEMPOTENCY_TABLE"),
+		Table:              r.String("IDEMPOTENCY_TABLE", ""),
 		FunctionName:       r.String("AWS_LAMBDA_FUNCTION_NAME", ""),
 		LockTimeout:        r.Seconds("LOCK_TIMEOUT", 0, time.Second, maxLockTimeout),
 		DedupeWindow:       r.Seconds("DEDUPE_WINDOW", DefaultDedupeWindow, time.Second, maxDedupeWindow),
@@ -342,6 +344,11 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		QueueURL:           r.QueueURL("QUEUE_URL", false),
 		HashKeys:           r.OneOf("HASH_KEYS", "off", "on", "off") == "on",
 		fromEnv:            true,
+	}
+	// The table is required unless STORE names another store (the
+	// processor's STORE=redis, read by internal/storeenv).
+	if store, _ := lookup("STORE"); (store == "" || store == "dynamodb") && c.Table == "" {
+		r.Fail("IDEMPOTENCY_TABLE", "required but not set")
 	}
 	c.KeyPrefix = r.String("KEY_PREFIX", c.FunctionName)
 	if c.KeyPrefix == "" {

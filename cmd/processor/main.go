@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/internal/lambdamain"
+	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
@@ -44,11 +45,12 @@ func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqs
 		return nil, fmt.Errorf("load the AWS configuration: %w", awsErr)
 	}
 	t, terr := target.FromEnv(lookup, awsCfg, slog.Default())
-	if err != nil || terr != nil {
-		// Every bad variable at once, the target's too.
-		return nil, errors.Join(err, terr)
+	store, serr := storeenv.FromEnv(lookup)
+	if err != nil || terr != nil || serr != nil {
+		// Every bad variable at once, the target's and the store's too.
+		return nil, errors.Join(err, terr, serr)
 	}
-	cfg.AWS = awsCfg
+	cfg.AWS, cfg.Store = awsCfg, store
 	// CloudWatch Logs extracts the metrics from the function's output.
 	cfg.Metrics = os.Stdout
 	var h sqsonce.Handler = handleMessage

@@ -17,6 +17,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/target"
@@ -94,7 +95,9 @@ var binaries = []loader{
 func loadProcessor(lookup envconfig.Lookup) error {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := target.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
-	if err := errors.Join(err, terr); err != nil {
+	// The default build's: STORE=redis is refused (no Redis store linked).
+	_, serr := storeenv.FromEnv(lookup)
+	if err := errors.Join(err, terr, serr); err != nil {
 		return err
 	}
 	cfg.Store, cfg.AWS = sqsoncetest.NewStore(), aws.Config{Region: "us-east-1"}

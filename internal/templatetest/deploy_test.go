@@ -262,6 +262,7 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 		}
 		wantProc := map[string]string{
 			"QUEUE_URL":            out("MainQueueUrl"),
+			"STORE":                "dynamodb",
 			"IDEMPOTENCY_TABLE":    out("IdempotencyTableName"),
 			"KEY_PREFIX":           keyPrefix,
 			"IDEMPOTENCY_KEY":      p["IdempotencyKey"],

@@ -35,18 +35,3 @@ func TestStoreOnRedis(t *testing.T) {
 		return s
 	})
 }
-
-// TestStoreOnValkey: the same on valkey-server, where the machine has it
-// (Debian 12 does not package it: redis-server is what `make test`
-// installs).
-func TestStoreOnValkey(t *testing.T) {
-	t.Parallel()
-	if _, err := redisserver.Binary("valkey-server"); err != nil {
-		t.Skip("valkey-server is not installed; the suite runs on redis-server")
-	}
-	srv := redisserver.StartBinary(t, "valkey-server")
-	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
-		s, _ := newStore(t, srv.Addr, redisstore.Options{})
-		return s
-	})
-}

@@ -1,0 +1,17 @@
+//go:build redis
+
+package storeenv
+
+import (
+	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+)
+
+func redisFromEnv(lookup envconfig.Lookup) (sqsonce.Store, error) {
+	s, err := redisstore.FromEnv(lookup)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
