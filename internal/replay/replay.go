@@ -57,7 +57,8 @@ type VisibilityChanger interface {
 }
 
 // NewHandler builds the handler and its SQS client, whose retries back off
-// at most retrybudget.MaxBackoff and end when the call's time is up.
+// at most retrybudget.MaxBackoff and end when the call's time is up, and
+// never repeat a send SQS answered (retrybudget.SafeRequestBody).
 func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
 	return NewHandlerWith(cfg, awsCfg, Deps{})
 }
@@ -65,7 +66,12 @@ func NewHandler(cfg Config, awsCfg aws.Config) *Handler {
 // NewHandlerWith is New with the SQS client NewHandler builds from awsCfg in
 // d.SQS; d gives the rest (Metrics, Logger, ...).
 func NewHandlerWith(cfg Config, awsCfg aws.Config, d Deps) *Handler {
-	d.SQS = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+	d.SQS = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		o.Retryer = retrybudget.Client(o.Retryer)
+		// Without it, a replay SQS accepted is sent again when the
+		// function's CPU lags behind the answer (see SafeRequestBody).
+		o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
+	})
 	return New(cfg, d)
 }
 

@@ -10,4 +10,9 @@
 // its delay, plus the time an attempt needs, would not end before the
 // deadline, and the call returns the last attempt's error at once, wrapped so
 // that errors.As still finds the AWS error.
+//
+// SafeRequestBody keeps the SDK from retrying a call the service has
+// answered, which it otherwise does when net/http's writer goroutine lags
+// behind the answer (a busy CPU): a send made twice, a receive whose
+// messages stay hidden.
 package retrybudget

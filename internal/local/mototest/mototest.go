@@ -29,6 +29,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
 var serverURL string
@@ -64,7 +65,7 @@ func run(m *testing.M, setup func(aws.Config) error) int {
 	if setup != nil {
 		cfg, err := config.LoadDefaultConfig(context.Background())
 		if err == nil {
-			err = setup(cfg)
+			err = setup(withSafeBody(cfg))
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "FAIL: set up test resources:", err)
@@ -95,6 +96,16 @@ func Config(t testing.TB) aws.Config {
 	if cfg.BaseEndpoint == nil || *cfg.BaseEndpoint != serverURL {
 		t.Fatalf("AWS config endpoint %v is not the local moto_server %s: refusing to run against anything else", cfg.BaseEndpoint, serverURL)
 	}
+	return withSafeBody(cfg)
+}
+
+// withSafeBody gives every client built from cfg retrybudget.SafeRequestBody:
+// without it, a request whose writer goroutine lags behind moto's answer
+// (common on a loaded machine) has its connection closed under the answer,
+// and the SDK makes the call again: a message sent twice, a received one
+// hidden for its visibility timeout, a create that conflicts with itself.
+func withSafeBody(cfg aws.Config) aws.Config {
+	cfg.APIOptions = append(cfg.APIOptions, retrybudget.SafeRequestBody)
 	return cfg
 }
 
@@ -118,7 +129,8 @@ func NewIdempotencyTable(t testing.TB, cfg aws.Config) string {
 	})
 	// The name is this test's alone, so a table that exists already is this
 	// call's own: moto applied a first attempt whose answer was lost, and the
-	// SDK retried it.
+	// SDK retried it (what lost such answers under load is fixed by
+	// withSafeBody; an answer can still be lost otherwise).
 	var inUse *ddbtypes.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		t.Fatalf("create table %s: %v", name, err)
@@ -226,8 +238,8 @@ func NewFunction(t testing.TB, cfg aws.Config) string {
 		roleARN = role.Role.Arn
 	case errors.As(err, &exists):
 		// The name is unique to this call: the SDK retried an attempt that
-		// moto had applied (seen in loaded full runs; what failed the first
-		// answer was not captured), and the role is ours.
+		// moto had applied (seen in loaded full runs before withSafeBody,
+		// whose doc says why), and the role is ours.
 		got, gerr := roles.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 		if gerr != nil {
 			t.Fatalf("create role %s: %v; then get it: %v", name, err, gerr)
