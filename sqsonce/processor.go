@@ -87,12 +87,23 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 	}
 	store := cfg.Store
 	if store == nil {
-		store = NewDynamoDBStore(dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.Retryer = retrybudget.Client(o.Retryer) }), cfg.Table)
+		store = NewDynamoDBStore(dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) {
+			o.Retryer = retrybudget.Client(o.Retryer)
+			// A write DynamoDB answered is not retried for a transport
+			// quirk (see SafeRequestBody): own-retry recognition would
+			// absorb it, but not without a second write.
+			o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
+		}), cfg.Table)
 	}
 	// Any AWS configuration brings SQS in, for the in-progress hiding;
 	// without one (a test on sqsoncetest's store) only what needs SQS does.
 	if d.sqs == nil && (cfg.needsSQS() || cfg.AWS.Region != "" || cfg.AWS.BaseEndpoint != nil) {
-		d.sqs = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) })
+		d.sqs = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) {
+			o.Retryer = retrybudget.Client(o.Retryer)
+			// A forward to the operator queue SQS answered is never sent
+			// twice (see SafeRequestBody).
+			o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
+		})
 	}
 	if d.sqs != nil {
 		d.sqs = budgetedSQS{d.sqs}

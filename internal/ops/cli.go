@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/version"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
@@ -59,7 +60,11 @@ func defaultConfig(ctx context.Context, profile, region string) (aws.Config, err
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}
-	return config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	// A redrive or release AWS answered is not sent again for a transport
+	// quirk (retrybudget.SafeRequestBody).
+	cfg.APIOptions = append(cfg.APIOptions, retrybudget.SafeRequestBody)
+	return cfg, err
 }
 
 func noTerminal(io.Writer) bool { return false }

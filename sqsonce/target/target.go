@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
@@ -114,14 +115,17 @@ type options struct {
 func newTarget(spec Spec, awsCfg aws.Config, opts options) sqsonce.Target {
 	switch spec.Kind {
 	case Lambda:
-		return &LambdaTarget{API: lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { o.Retryer = invokeRetryer() }), Function: spec.Dest, Logger: opts.logger}
+		return &LambdaTarget{API: lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { o.Retryer = invokeRetryer(); o.APIOptions = safeBody(o.APIOptions) }), Function: spec.Dest, Logger: opts.logger}
 	case SQS:
-		return &SQSTarget{API: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer) }), QueueURL: spec.Dest}
+		return &SQSTarget{API: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer); o.APIOptions = safeBody(o.APIOptions) }), QueueURL: spec.Dest}
 	case SNS:
-		return &SNSTarget{API: sns.NewFromConfig(awsCfg, func(o *sns.Options) { o.Retryer = retrybudget.Client(o.Retryer) }), TopicARN: spec.Dest}
+		return &SNSTarget{API: sns.NewFromConfig(awsCfg, func(o *sns.Options) { o.Retryer = retrybudget.Client(o.Retryer); o.APIOptions = safeBody(o.APIOptions) }), TopicARN: spec.Dest}
 	}
 	return &EventsTarget{
-		API:        eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { o.Retryer = retrybudget.Client(o.Retryer) }),
+		API: eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
+			o.Retryer = retrybudget.Client(o.Retryer)
+			o.APIOptions = safeBody(o.APIOptions)
+		}),
 		Bus:        spec.Dest,
 		Source:     opts.eventSource,
 		DetailType: opts.detailType,
@@ -135,4 +139,11 @@ func (t *SQSTarget) CheckSource(eventSourceARN string) error {
 		return fmt.Errorf("the target queue %s is %s, the queue being consumed", t.QueueURL, eventSourceARN)
 	}
 	return nil
+}
+
+// safeBody adds retrybudget.SafeRequestBody to a client's API options: a
+// delivery the target's service answered is never sent again by the SDK's
+// retryer for a transport quirk, which would be a second delivery.
+func safeBody(opts []func(*middleware.Stack) error) []func(*middleware.Stack) error {
+	return append(opts, retrybudget.SafeRequestBody)
 }

@@ -1,0 +1,46 @@
+package target_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/target"
+)
+
+// Every target's client carries retrybudget.SafeRequestBody: a delivery the
+// service answered is never sent a second time by the SDK's retryer.
+func TestTargetClientsNeverRepeatAnAnsweredDelivery(t *testing.T) {
+	check := &retrybudget.BodyCheck{}
+	awsCfg := aws.Config{
+		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:9"),
+		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", ""),
+		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
+		HTTPClient:  check,
+	}
+	fn, err1 := target.ToFunction(awsCfg, "consumer")
+	q, err2 := target.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
+	topic, err3 := target.ToTopic(awsCfg, "arn:aws:sns:us-east-1:123456789012:orders")
+	bus, err4 := target.ToBus(awsCfg, "orders", "", "")
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := []sqsonce.Delivery{{}}
+	msgs[0].Record.MessageId, msgs[0].Record.Body, msgs[0].Key = "m-1", `{"a":1}`, "k"
+	for i, tg := range []sqsonce.Target{fn, q, topic, bus} {
+		before, _ := check.Counts()
+		tg.Deliver(context.Background(), msgs)
+		if after, _ := check.Counts(); after == before {
+			t.Errorf("target %d sent no request: the test proved nothing", i)
+		}
+	}
+	if sends, writerTos := check.Counts(); writerTos != 0 {
+		t.Errorf("%d of %d deliveries handed net/http a body with WriteTo: a target's client lacks retrybudget.SafeRequestBody", writerTos, sends)
+	}
+}
