@@ -6,4 +6,4 @@ package version
 // Version is the release this tree builds. Bump it with the template's
 // SemanticVersion and a new CHANGELOG.md entry; TestOneVersion fails until
 // all three agree.
-const Version = "0.6.0"
+const Version = "0.7.0"
