@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/sqsonce"
@@ -18,12 +16,7 @@ import (
 // (retrybudget's body_moto_test.go shows the duplicate without it).
 func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
 	check := &retrybudget.BodyCheck{}
-	awsCfg := aws.Config{
-		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:9"),
-		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", ""),
-		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
-		HTTPClient:  check,
-	}
+	awsCfg := check.Config()
 	p, err := sqsonce.New(sqsonce.Config{Table: "t", KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
 // BodyCheck is an HTTP client for a test that a client built from an
@@ -32,4 +35,15 @@ func (b *BodyCheck) Counts() (sends, writerTos int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.Sends, b.WriterTos
+}
+
+// Config is an SDK configuration whose clients send through b, without
+// retries, with dummy credentials and an endpoint nothing listens on.
+func (b *BodyCheck) Config() aws.Config {
+	return aws.Config{
+		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:9"),
+		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", ""),
+		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
+		HTTPClient:  b,
+	}
 }

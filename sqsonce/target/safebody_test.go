@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/target"
@@ -16,12 +13,7 @@ import (
 // service answered is never sent a second time by the SDK's retryer.
 func TestTargetClientsNeverRepeatAnAnsweredDelivery(t *testing.T) {
 	check := &retrybudget.BodyCheck{}
-	awsCfg := aws.Config{
-		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:9"),
-		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", ""),
-		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
-		HTTPClient:  check,
-	}
+	awsCfg := check.Config()
 	fn, err1 := target.ToFunction(awsCfg, "consumer")
 	q, err2 := target.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
 	topic, err3 := target.ToTopic(awsCfg, "arn:aws:sns:us-east-1:123456789012:orders")
