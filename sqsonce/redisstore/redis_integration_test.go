@@ -349,6 +349,10 @@ func TestWaitReplicas(t *testing.T) {
 	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// WAIT returns as soon as the replica acknowledges: a long timeout
+	// costs nothing when it does, and a busy machine's replica may take
+	// longer than 50 ms.
+	s, _ = newStore(t, primary.Addr, redisstore.Options{WaitReplicas: 1, WaitTimeout: 10 * time.Second})
 	// Until the replica has synchronised, WAIT counts none: retry the
 	// same acquisition (the retry recognises it) until it is acknowledged.
 	var lease sqsonce.Lease
