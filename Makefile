@@ -102,10 +102,15 @@ model-mutants:
 ## this tree and BENCH_BASELINE in one run (internal/benchreport): per record
 ## time, CPU, instructions (valgrind's callgrind, when installed),
 ## allocations and DynamoDB calls against endpoints that answer at once; the
-## processor's init time and peak RSS; the bootstrap's size
+## processor's init time and peak RSS; the bootstrap's size; then a record
+## on the DynamoDB store (moto_server) beside one on the Redis store
+## (redis-server)
 BENCH_BASELINE ?= 8ee3409
 bench:
 	$(GO) run ./internal/benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
+	@# A record on each store, beside each other: DynamoDB on moto_server,
+	@# Redis on redis-server, both local (docs/benchmarks.md, the two stores).
+	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkRecord(OnRedis)?$$' -benchmem ./sqsonce/
 
 ## bench-moto: what a record costs against moto_server and in memory, and a
 ## batch of ten 200 ms records (go test -bench of ./sqsonce/...)
