@@ -211,6 +211,7 @@ type ConfigError struct {
 	Msg   string
 }
 
+// Error describes the failure in one line.
 func (e *ConfigError) Error() string { return "sqsonce: invalid Config." + e.Field + ": " + e.Msg }
 
 // check fills in the zero values and refuses what cannot work, naming every

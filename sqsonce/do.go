@@ -85,6 +85,7 @@ type ResultError struct {
 	Err  error
 }
 
+// Error describes the failure in one line.
 func (e *ResultError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("sqsonce: result of key %q not stored: %v; the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Err)
@@ -92,6 +93,7 @@ func (e *ResultError) Error() string {
 	return fmt.Sprintf("sqsonce: result of key %q not stored: %d bytes of JSON, more than MaxResultSize (%d); the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Size, MaxResultSize)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *ResultError) Unwrap() error { return e.Err }
 
 // do is Do and DoResult: the key checked, the lock's work, its Outcome
@@ -104,16 +106,17 @@ func (p *Processor) do(ctx context.Context, key string, fn func(ctx context.Cont
 		p.tell(ctx, p.outcomeOf("", "", o))
 		return lockResult{outcome: notAcquired, err: err}, err
 	}
+	shown := p.lock.shownKey(key)
 	res := p.lock.do(ctx, key, "", p.cfg.WaitInProgress, fn)
 	o := p.judgeDo(res)
 	o.res, o.took = res, p.now().Sub(start)
-	p.tell(ctx, p.outcomeOf(key, "", o))
+	p.tell(ctx, p.outcomeOf(shown, "", o))
 	switch res.outcome {
 	case processed:
 		return res, nil
 	case processedUnrecorded:
 		p.log.ErrorContext(ctx, "function ran but its completion was not recorded: a later call with the same key after the lock expires would run it again (duplicate possible)",
-			"key", p.lock.shownKey(key), "error", res.err)
+			"key", shown, "error", res.err)
 		return res, nil
 	}
 	return res, res.err

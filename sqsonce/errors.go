@@ -65,6 +65,7 @@ func (e *HeldError) Until() time.Time {
 	return e.Record.LockExpiresAt
 }
 
+// Error describes the failure in one line.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("sqsonce: record %q is %s until %s", e.Record.ID, e.Record.Status, e.Until().UTC().Format(time.RFC3339Nano))
 }
@@ -87,6 +88,7 @@ type PayloadMismatchError struct {
 	Status Status
 }
 
+// Error describes the failure in one line.
 func (e *PayloadMismatchError) Error() string {
 	return fmt.Sprintf("sqsonce: record %q is %s for another payload: the same key with a different message is a conflict, not a duplicate", e.ID, e.Status)
 }
@@ -102,6 +104,7 @@ type RecordError struct {
 	Problem string
 }
 
+// Error describes the failure in one line.
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("sqsonce: record %q was not written by the lock protocol: %s; another application may share the table and key prefix, or the item was edited by hand", e.ID, e.Problem)
 }
@@ -115,6 +118,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error describes the failure in one line.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("function panicked: %v\n%s", e.Value, e.Stack)
 }
@@ -128,6 +132,7 @@ type StoreError struct {
 	Err error
 }
 
+// Error describes the failure in one line.
 func (e *StoreError) Error() string {
 	return fmt.Sprintf("sqsonce: %s %q: %v", e.Op, e.ID, e.Err)
 }
@@ -145,6 +150,7 @@ func (e *StoreError) Is(target error) bool {
 	return false
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *StoreError) Unwrap() error { return e.Err }
 
 // misconfigured recognises the errors that a retry cannot fix.

@@ -54,12 +54,13 @@ type Outcome struct {
 	Duration time.Duration
 }
 
-// outcomeOf is the Outcome of a record or call, counted as o.
-func (p *Processor) outcomeOf(key, messageID string, o outcome) Outcome {
+// outcomeOf is the Outcome of a record or call, counted as o; shownKey is
+// its key as Outcome.Key shows it (locker.shownKey).
+func (p *Processor) outcomeOf(shownKey, messageID string, o outcome) Outcome {
 	res := o.res
 	out := Outcome{
 		Kind:      o.metric,
-		Key:       key,
+		Key:       shownKey,
 		MessageID: messageID,
 		Fence:     res.fence,
 		Err:       res.err,
@@ -71,9 +72,6 @@ func (p *Processor) outcomeOf(key, messageID string, o outcome) Outcome {
 
 		BackoffApplied:   o.backoffApplied,
 		InProgressHidden: o.inProgressHidden,
-	}
-	if key != "" {
-		out.Key = p.lock.shownKey(key)
 	}
 	switch {
 	case out.Kind == MetricForwardedToOperator:

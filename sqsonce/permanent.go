@@ -6,8 +6,10 @@ import "errors"
 // body that will never parse.
 type PermanentError struct{ Err error }
 
+// Error describes the failure in one line.
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent marks err as permanent. With Config.OperatorQueueURL set, the message

@@ -230,11 +230,7 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 		if o.took == 0 {
 			o.took = batchTook
 		}
-		key := ""
-		if recs[i].ok {
-			key = recs[i].key
-		}
-		outs[i] = p.outcomeOf(key, ev.Records[i].MessageId, o)
+		outs[i] = p.outcomeOf(recs[i].shown, ev.Records[i].MessageId, o)
 	}
 	p.emitMetrics(ctx, outs)
 	p.tell(ctx, outs...)
@@ -247,9 +243,12 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 type keyed struct {
 	msg events.SQSMessage
 	key string
-	log *slog.Logger
-	ok  bool
-	err error // why it has no key
+	// shown is the key as logs and outcomes show it (its hash with
+	// HashKeys), "" without a key.
+	shown string
+	log   *slog.Logger
+	ok    bool
+	err   error // why it has no key
 }
 
 // readKeys reads every record's key once, before the batch is planned:
@@ -257,8 +256,8 @@ type keyed struct {
 func (p *Processor) readKeys(ctx context.Context, records []events.SQSMessage) []keyed {
 	out := make([]keyed, len(records))
 	for i, msg := range records {
-		key, log, err := p.key(ctx, msg)
-		out[i] = keyed{msg: msg, key: key, log: log, ok: err == nil, err: err}
+		key, shown, log, err := p.key(ctx, msg)
+		out[i] = keyed{msg: msg, key: key, shown: shown, log: log, ok: err == nil, err: err}
 	}
 	return out
 }
@@ -391,7 +390,7 @@ func noKey(err error) outcome {
 
 // key reads msg's idempotency key, and returns the record's logger with it.
 // A record without a key is logged and retried (err says why).
-func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string, log *slog.Logger, _ error) {
+func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key, shown string, log *slog.Logger, _ error) {
 	log = p.log.With("messageId", msg.MessageId, "receiveCount", msg.Attributes["ApproximateReceiveCount"])
 	limit := maxKeyBytes
 	if p.cfg.HashKeys {
@@ -401,9 +400,10 @@ func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key string,
 	if err != nil {
 		log.ErrorContext(ctx, "record not processed: no idempotency key; it will be retried and reach the dead-letter queue",
 			"outcome", "no-key", "error", err)
-		return "", log, err
+		return "", "", log, err
 	}
-	return key, log.With("key", p.lock.shownKey(key)), nil
+	shown = p.lock.shownKey(key)
+	return key, shown, log.With("key", shown), nil
 }
 
 // report logs what the lock protocol did with a record and decides its
