@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/lru"
@@ -43,9 +45,9 @@ func (c *completedCache) held(id, payloadHash string, now time.Time) ([]byte, er
 		return nil, nil
 	}
 	if payloadHash != "" && done.payloadHash != "" && done.payloadHash != payloadHash {
-		return nil, &PayloadMismatchError{ID: id, Status: StatusCompleted}
+		return nil, &PayloadMismatchError{ID: id, Status: store.StatusCompleted}
 	}
-	return done.result, &HeldError{Record: Record{ID: id, Status: StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash, Result: done.result}}
+	return done.result, &store.HeldError{Record: store.Record{ID: id, Status: store.StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash, Result: done.result}}
 }
 
 // add remembers a completion, with its stored result (DoResult's): the

@@ -8,14 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/keyprefix"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
@@ -38,13 +37,11 @@ const (
 // Each field's comment names the environment variable ConfigFromEnv reads
 // it from; the docs' configuration reference lists them all.
 type Config struct {
-	// Store keeps the lock records. Nil: the DynamoDB store on Table, with
-	// AWS (NewDynamoDBStore). Tests pass sqsoncetest.NewStore().
-	Store Store
-	// Table is the DynamoDB table of the default Store (IDEMPOTENCY_TABLE):
-	// partition key "id" (String), TTL on "expiresAt". Required when Store
-	// is nil.
-	Table string
+	// Store keeps the lock records (STORE, read with the store's own
+	// variables by the processor): dynamostore.New or dynamostore.FromEnv
+	// (a DynamoDB table), redisstore.New (Redis); tests pass
+	// sqsoncetest.NewStore(). Required.
+	Store store.Store
 	// KeyPrefix starts every record id, "<prefix>#<key>", so consumers can
 	// share a table (KEY_PREFIX, default AWS_LAMBDA_FUNCTION_NAME).
 	// Required: at most 128 bytes of UTF-8, without '#', spaces, control or
@@ -130,12 +127,12 @@ type Config struct {
 	// redrive policy's maxReceiveCount it reads there tells
 	// FailureBackoffBase which receive is the last.
 	QueueURL string
-	// AWS is the SDK configuration, as config.LoadDefaultConfig returns it:
-	// for the default Store, and for SQS: the operator queue, the failure
-	// backoff, the queue check, and hiding a record refused as in progress
-	// until the lock that refused it can be taken over. Required with the
-	// default Store or OperatorQueueURL, FailureBackoffBase or QueueURL;
-	// without it (a test on sqsoncetest's store) no SQS call is made.
+	// AWS is the SDK configuration, as config.LoadDefaultConfig returns it,
+	// for SQS: the operator queue, the failure backoff, the queue check, and
+	// hiding a record refused as in progress until the lock that refused it
+	// can be taken over. Required with OperatorQueueURL, FailureBackoffBase
+	// or QueueURL; without it (a test on sqsoncetest's store) no SQS call is
+	// made.
 	AWS aws.Config
 	// Logger receives one line per record. Nil: slog.Default() as it is
 	// when New is called (set your default logger first).
@@ -169,7 +166,6 @@ const (
 	maxDedupeWindow   = 366 * 24 * time.Hour
 	maxConcurrency    = 1000
 	maxLocalCache     = 1_000_000
-	maxPrefixBytes    = 128
 	maxKeyBytes       = 1024
 	maxWait           = 15 * time.Minute
 	defaultConcurrent = 10
@@ -177,7 +173,6 @@ const (
 
 // variables names the environment variable of each Config field.
 var variables = map[string]string{
-	"Table":              "IDEMPOTENCY_TABLE",
 	"KeyPrefix":          "KEY_PREFIX",
 	"Key":                "IDEMPOTENCY_KEY",
 	"LockTimeout":        "LOCK_TIMEOUT",
@@ -192,7 +187,7 @@ var variables = map[string]string{
 	"QueueURL":           "QUEUE_URL",
 	"FunctionName":       "AWS_LAMBDA_FUNCTION_NAME",
 	"HashKeys":           "HASH_KEYS",
-	// Read by cmd/processor (internal/storeenv), not ConfigFromEnv.
+	// Read by internal/storeenv for cmd/processor, not ConfigFromEnv.
 	"Store": "STORE",
 }
 
@@ -222,12 +217,12 @@ func (c Config) check(hasHandler bool) (Config, error) {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	if c.Store == nil && c.Table == "" {
-		bad("Table", "empty: name the idempotency table (or set %s)", c.setting("Store"))
+	if c.Store == nil {
+		bad("Store", "nil: give the store that keeps the lock records (dynamostore.New for a DynamoDB table, sqsoncetest.NewStore in a test)")
 	}
 	if c.KeyPrefix == "" {
 		bad("KeyPrefix", "empty: record ids are <prefix>#<key>, and the prefix keeps consumers of one table apart")
-	} else if err := checkKeyPrefix(c.KeyPrefix); err != nil {
+	} else if err := keyprefix.Check(c.KeyPrefix); err != nil {
 		bad("KeyPrefix", "%v", err)
 	}
 	if c.Key.err != nil {
@@ -282,45 +277,13 @@ func (c Config) check(hasHandler bool) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// needsAWS reports whether the configuration makes AWS calls: the default
-// store, or SQS.
-func (c *Config) needsAWS() bool { return c.Store == nil || c.needsSQS() }
+// needsAWS reports whether the configuration makes AWS calls: SQS.
+func (c *Config) needsAWS() bool { return c.needsSQS() }
 
 // needsSQS reports whether the processor calls SQS: forwards to the
 // operator queue, failure backoff, the consumed queue's check.
 func (c *Config) needsSQS() bool {
 	return c.OperatorQueueURL != "" || c.FailureBackoffBase > 0 || c.QueueURL != ""
-}
-
-// checkKeyPrefix refuses a prefix that could make two keys' records collide
-// ("a#b" + "#" + "c" is the record of prefix "a", key "b#c") or that a
-// person reading the table or the logs could not tell apart from another
-// (white space, control and format characters, invalid UTF-8).
-func checkKeyPrefix(p string) error {
-	if len(p) > maxPrefixBytes {
-		return fmt.Errorf("%q is %d bytes, more than %d", p, len(p), maxPrefixBytes)
-	}
-	if !utf8.ValidString(p) {
-		return fmt.Errorf("%q is not valid UTF-8", p)
-	}
-	for _, r := range p {
-		switch {
-		case r == '#':
-			return fmt.Errorf("%q contains '#', the separator of prefix and key", p)
-		case unicode.IsSpace(r), unicode.IsControl(r), unicode.Is(unicode.Cf, r):
-			return fmt.Errorf("%q contains %U, a space, control or invisible character", p, r)
-		}
-	}
-	return nil
-}
-
-// CheckKeyPrefix reports why prefix cannot be a KeyPrefix, or nil: what New
-// refuses, for a tool that takes a prefix from its user (the CLI).
-func CheckKeyPrefix(prefix string) error {
-	if prefix == "" {
-		return errors.New("empty")
-	}
-	return checkKeyPrefix(prefix)
 }
 
 // ConfigFromEnv reads the environment variables of Config's fields through
@@ -332,7 +295,6 @@ func CheckKeyPrefix(prefix string) error {
 func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 	r := envconfig.NewReader(lookup)
 	c := Config{
-		Table:              r.String("IDEMPOTENCY_TABLE", ""),
 		FunctionName:       r.String("AWS_LAMBDA_FUNCTION_NAME", ""),
 		LockTimeout:        r.Seconds("LOCK_TIMEOUT", 0, time.Second, maxLockTimeout),
 		DedupeWindow:       r.Seconds("DEDUPE_WINDOW", DefaultDedupeWindow, time.Second, maxDedupeWindow),
@@ -346,15 +308,10 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 		HashKeys:           r.OneOf("HASH_KEYS", "off", "on", "off") == "on",
 		fromEnv:            true,
 	}
-	// The table is required unless STORE names another store (the
-	// processor's STORE=redis, read by internal/storeenv).
-	if store, _ := lookup("STORE"); (store == "" || store == "dynamodb") && c.Table == "" {
-		r.Fail("IDEMPOTENCY_TABLE", "required but not set")
-	}
 	c.KeyPrefix = r.String("KEY_PREFIX", c.FunctionName)
 	if c.KeyPrefix == "" {
 		r.Fail("KEY_PREFIX", "not set, and AWS_LAMBDA_FUNCTION_NAME (its default) is not set either")
-	} else if err := checkKeyPrefix(c.KeyPrefix); err != nil {
+	} else if err := keyprefix.Check(c.KeyPrefix); err != nil {
 		r.Fail("KEY_PREFIX", "%v", err)
 	}
 	key, err := ParseKeySource(r.String("IDEMPOTENCY_KEY", "messageId"))
@@ -366,22 +323,30 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 }
 
 // FromEnv builds a Processor for h from the environment variables the
-// deployed function reads (ConfigFromEnv), the SDK configuration from the
-// default chain, and metrics on standard output as the deployed function
-// writes them. An invalid variable is an error naming it. TARGET set is an
-// error: a Processor with a Handler has no target (cmd/processor reads it
-// with target.FromEnv).
-func FromEnv(ctx context.Context, h Handler) (*Processor, error) {
-	if t, ok := os.LookupEnv("TARGET"); ok && t != "" {
-		return nil, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv runs a Handler: unset it, or build the target with package sqsonce/target as cmd/processor does", t)
+// deployed function reads (ConfigFromEnv, through lookup: os.LookupEnv, or
+// a map's in a test), with metrics on standard output as the deployed
+// function writes them. base gives what no variable names: the Store
+// (required: dynamostore.FromEnv builds the DynamoDB store from
+// IDEMPOTENCY_TABLE), the AWS configuration (config.LoadDefaultConfig's),
+// and, when set, Target, Logger, OnOutcome, WaitInProgress, Now and Rand;
+// its other fields are the variables'. An invalid variable is an error
+// naming it, every bad one at once. TARGET set without base.Target is an
+// error: build the target with package sqsonce/target, as cmd/processor
+// does, and pass a nil h.
+func FromEnv(lookup func(name string) (string, bool), base Config, h Handler) (*Processor, error) {
+	cfg, err := ConfigFromEnv(lookup)
+	if t, ok := lookup("TARGET"); ok && t != "" && base.Target == nil {
+		err = errors.Join(err, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv was given no Target: unset it, or build the target with package sqsonce/target as cmd/processor does", t))
 	}
-	cfg, err := ConfigFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Metrics = os.Stdout
-	if cfg.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
-		return nil, fmt.Errorf("sqsonce: load the AWS configuration: %w", err)
+	cfg.Store, cfg.AWS, cfg.Target = base.Store, base.AWS, base.Target
+	cfg.Logger, cfg.OnOutcome, cfg.WaitInProgress = base.Logger, base.OnOutcome, base.WaitInProgress
+	cfg.Now, cfg.Rand = base.Now, base.Rand
+	cfg.Metrics = base.Metrics
+	if cfg.Metrics == nil {
+		cfg.Metrics = os.Stdout
 	}
 	return New(cfg, h)
 }

@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -65,7 +67,7 @@ func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outco
 // copyOutcome is the fate of a record whose key an earlier record of the
 // batch held: a duplicate unless that one is retried, and then retried too,
 // hidden until its lock ends where the lock was kept (an unknown delivery).
-func (p *Processor) copyOutcome(ctx context.Context, r, first keyed, o outcome, lease Lease) outcome {
+func (p *Processor) copyOutcome(ctx context.Context, r, first keyed, o outcome, lease store.Lease) outcome {
 	log := r.log.With("copyOf", first.msg.MessageId)
 	if o.verdict != retry {
 		// The first copy was delivered (its completion recorded or not) or

@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,7 +57,7 @@ func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx 
 		switch {
 		case err != nil:
 			resultErr = &ResultError{Key: p.lock.shownKey(key), Err: err}
-		case len(b) > MaxResultSize:
+		case len(b) > store.MaxResultSize:
 			resultErr = &ResultError{Key: p.lock.shownKey(key), Size: len(b)}
 		default:
 			return b, nil
@@ -90,7 +92,7 @@ func (e *ResultError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("sqsonce: result of key %q not stored: %v; the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Err)
 	}
-	return fmt.Sprintf("sqsonce: result of key %q not stored: %d bytes of JSON, more than MaxResultSize (%d); the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Size, MaxResultSize)
+	return fmt.Sprintf("sqsonce: result of key %q not stored: %d bytes of JSON, more than store.MaxResultSize (%d); the key is completed without it, and later calls get ErrDuplicate", e.Key, e.Size, store.MaxResultSize)
 }
 
 // Unwrap returns the cause, for errors.Is and errors.As.

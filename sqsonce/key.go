@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -329,4 +331,12 @@ func pointerPrefix(tokens []string) string {
 		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
 	}
 	return b.String()
+}
+
+// HashKey is what Config.HashKeys stores and shows instead of a key: the
+// SHA-256 of its bytes, in lowercase hex (64 characters, whatever the
+// key's length).
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -106,7 +108,7 @@ type lockResult struct {
 // locker runs functions at most once per key within the dedupe window, as
 // far as the lock protocol allows (docs: the guarantees).
 type locker struct {
-	store  Store
+	store  store.Store
 	prefix string
 	// hashKeys: record ids hold the SHA-256 of the key (Config.HashKeys).
 	hashKeys bool
@@ -134,9 +136,9 @@ type locker struct {
 // recordID is key's record id.
 func (g *locker) recordID(key string) string {
 	if g.hashKeys {
-		return RecordID(g.prefix, HashKey(key))
+		return store.RecordID(g.prefix, HashKey(key))
 	}
-	return RecordID(g.prefix, key)
+	return store.RecordID(g.prefix, key)
 }
 
 // shownKey is the key as logs, metrics and outcomes show it: its hash when
@@ -236,7 +238,7 @@ func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time
 		now := g.now()
 		rec, err := g.store.Read(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound), err == nil && !rec.Blocks(now):
+		case errors.Is(err, store.ErrNotFound), err == nil && !rec.Blocks(now):
 			h, next := g.acquire(ctx, key, payloadHash)
 			next.waited = g.now().Sub(start)
 			if h != nil || next.outcome != inProgress {
@@ -245,15 +247,15 @@ func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time
 			res = next
 		case err != nil:
 			return nil, lockResult{outcome: notAcquired, err: storeErr("read", id, err), waited: g.now().Sub(start)}
-		case rec.Status == StatusCompleted:
-			h := &HeldError{Record: rec}
+		case rec.Status == store.StatusCompleted:
+			h := &store.HeldError{Record: rec}
 			if stored := rec.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
 				return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: rec.Status}, waited: g.now().Sub(start)}
 			}
 			g.cache.add(id, rec.ExpiresAt, rec.PayloadHash, rec.Result)
 			return nil, lockResult{outcome: duplicate, err: h, result: rec.Result, waited: g.now().Sub(start)}
 		default:
-			res.err = &HeldError{Record: rec}
+			res.err = &store.HeldError{Record: rec}
 		}
 	}
 }
@@ -270,10 +272,10 @@ type hold struct {
 	// leave time for recording the outcome, and is cancelled with
 	// ErrLockLost as its cause when the lock is lost.
 	ctx         context.Context
-	lease       Lease
+	lease       store.Lease
 	cancel      context.CancelFunc
 	lose        context.CancelCauseFunc
-	stopRenewal func() (Lease, error)
+	stopRenewal func() (store.Lease, error)
 	ended       bool
 }
 
@@ -291,14 +293,14 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		return nil, lockResult{outcome: duplicate, err: err, cached: true, result: result}
 	}
 	length, renew := g.lockLength(ctx, now)
-	lease, err := g.store.Acquire(ctx, AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: now.Add(length)})
-	var held *HeldError
+	lease, err := g.store.Acquire(ctx, store.AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: now.Add(length)})
+	var held *store.HeldError
 	switch {
 	case errors.As(err, &held):
 		if stored := held.Record.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
 			return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: held.Record.Status}}
 		}
-		if held.Record.Status == StatusCompleted {
+		if held.Record.Status == store.StatusCompleted {
 			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash, held.Record.Result)
 			return nil, lockResult{outcome: duplicate, err: err, result: held.Record.Result}
 		}
@@ -321,7 +323,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 }
 
 // end stops the renewal and returns the lease as last renewed.
-func (h *hold) end() (Lease, error) {
+func (h *hold) end() (store.Lease, error) {
 	if h.ended {
 		panic("sqsonce: hold ended twice")
 	}
@@ -361,7 +363,7 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 // run at once, while the first attempt may still be acting; the expiry
 // gives it its time. It returns the lease as last renewed. Call it once,
 // instead of finish.
-func (h *hold) abandon() Lease {
+func (h *hold) abandon() store.Lease {
 	lease, _ := h.end()
 	return lease
 }
@@ -396,9 +398,9 @@ func run(ctx context.Context, fn func(context.Context) error) error {
 // taken over, or the lock reaches its expiry without a renewal getting
 // through, lose cancels fn's context with ErrLockLost. A transient failure
 // is retried at the next tick, while the lock still runs.
-func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, length time.Duration, renew bool, lose context.CancelCauseFunc) (stop func() (Lease, error)) {
+func (g *locker) renewWhileRunning(ctx context.Context, lease store.Lease, length time.Duration, renew bool, lose context.CancelCauseFunc) (stop func() (store.Lease, error)) {
 	if !renew {
-		return func() (Lease, error) { return lease, nil }
+		return func() (store.Lease, error) { return lease, nil }
 	}
 	renewCtx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
@@ -430,7 +432,7 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, length time
 			return
 		}
 	}()
-	return func() (Lease, error) {
+	return func() (store.Lease, error) {
 		cancel()
 		<-finished
 		return lease, lost
@@ -440,7 +442,7 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease Lease, length time
 // complete retries a failed completion write within ctx's deadline: fn's
 // side effect has happened, and every lost completion opens a duplicate
 // window. It returns the end of the window it wrote.
-func (g *locker) complete(ctx context.Context, lease Lease, result []byte) (time.Time, error) {
+func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte) (time.Time, error) {
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		until := g.now().Add(g.window)
@@ -490,7 +492,7 @@ func (g *locker) lockLength(ctx context.Context, now time.Time) (length time.Dur
 // reading).
 func storeErr(op, id string, err error) error {
 	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrMisconfigured) {
-		return &StoreError{Op: op, ID: id, Err: err}
+		return &store.StoreError{Op: op, ID: id, Err: err}
 	}
 	return err
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
 // redisBackend is the Redis store on a redis-server of the test's own,

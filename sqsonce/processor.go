@@ -1,6 +1,8 @@
 package sqsonce
 
 import (
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/internal/jitter"
@@ -85,16 +86,6 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 	if err != nil {
 		return nil, cfg.envError(err)
 	}
-	store := cfg.Store
-	if store == nil {
-		store = NewDynamoDBStore(dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) {
-			o.Retryer = retrybudget.Client(o.Retryer)
-			// A write DynamoDB answered is not retried for a transport
-			// quirk (see SafeRequestBody): own-retry recognition would
-			// absorb it, but not without a second write.
-			o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
-		}), cfg.Table)
-	}
 	// Any AWS configuration brings SQS in, for the in-progress hiding;
 	// without one (a test on sqsoncetest's store) only what needs SQS does.
 	if d.sqs == nil && (cfg.needsSQS() || cfg.AWS.Region != "" || cfg.AWS.BaseEndpoint != nil) {
@@ -124,7 +115,7 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 	return &Processor{
 		cfg: cfg,
 		lock: &locker{
-			store:       store,
+			store:       cfg.Store,
 			prefix:      cfg.KeyPrefix,
 			lockTimeout: cfg.LockTimeout,
 			window:      cfg.DedupeWindow,
@@ -456,7 +447,7 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			return outcome{verdict: done, metric: MetricInProgressDropped}
 		}
 		o := outcome{verdict: retry, metric: MetricInProgress}
-		var held *HeldError
+		var held *store.HeldError
 		if errors.As(res.err, &held) {
 			o.hideUntil = held.Until()
 		}

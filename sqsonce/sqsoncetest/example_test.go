@@ -4,26 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
-
-// A store of your own proves itself with the conformance suite, from a test
-// in its package. An Example cannot take a *testing.T, so this one only
-// shows the test (it is compiled, not run); sqsoncetest's own
-// TestMemoryStore is exactly this.
-func ExampleTestStore() {
-	// In mystore_test.go:
-	TestMyStore := func(t *testing.T) {
-		sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
-			// Your store: a fresh one, or one on a table the rules share.
-			return sqsoncetest.NewStore()
-		})
-	}
-	_ = TestMyStore
-}
 
 // A Processor on the in-memory store runs a key once, with no AWS anywhere:
 // the second Do of the same key is a duplicate.

@@ -1,4 +1,4 @@
-package sqsoncetest
+package storetest
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/memstore"
 )
 
 // The suite's own test: each rule of TestStore fails on a store mutated to
@@ -73,6 +74,9 @@ var mutants = []mutation{
 	{"read-stale", "Read returns the first version it read of a record", []string{"Read"}},
 	{"read-missing-is-empty", "Read of no record returns a zero Record and no error", []string{"Read"}},
 	{"forget-unconditional", "Forget deletes whatever record is there", []string{"Forget"}},
+	{"locks-lists-every-record", "Locks lists completions and released locks too", []string{"Locks"}},
+	{"locks-latest-first", "Locks lists the latest expiry first", []string{"Locks"}},
+	{"locks-prefix-unbounded", "Locks matches ids that start with the prefix, without its '#'", []string{"Locks"}},
 	{"forget-gone-fails", "Forget of a record that is gone is ErrRecordChanged", []string{"Forget"}},
 	{"ignores-cancelled-context", "every method ignores its context's cancellation", []string{"CancelledContext"}},
 	{"result-not-stored", "Complete drops the result", []string{"Result"}},
@@ -93,7 +97,7 @@ func TestMutantChild(t *testing.T) {
 	}) {
 		t.Fatalf("no mutant %q", name)
 	}
-	TestStore(t, func(t *testing.T) sqsonce.Store { return newMutant(name) })
+	TestStore(t, func(t *testing.T) store.Store { return newMutant(name) })
 }
 
 var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(\S+) \(`)
@@ -156,7 +160,7 @@ func TestMutantsFailTheirRules(t *testing.T) {
 // writes a record as it is); the store's clock is never moved, so its TTL
 // deletes nothing the suite writes.
 type mutant struct {
-	*Store
+	*memstore.Store
 	name string
 
 	mu sync.Mutex
@@ -164,22 +168,25 @@ type mutant struct {
 	// record (fence-restarts-after-delete).
 	firstNow map[string]time.Time
 	// seen is, per id, the first record Read returned (read-stale).
-	seen map[string]sqsonce.Record
+	seen map[string]store.Record
+	// aliased is, per id, the caller's own slice that Complete kept as the
+	// result (result-aliased).
+	aliased map[string][]byte
 }
 
 func newMutant(name string) *mutant {
-	return &mutant{Store: NewStore(), name: name, firstNow: map[string]time.Time{}, seen: map[string]sqsonce.Record{}}
+	return &mutant{Store: memstore.New(), name: name, firstNow: map[string]time.Time{}, seen: map[string]store.Record{}, aliased: map[string][]byte{}}
 }
 
 // raw is the record under id as the store holds it, unaffected by the
 // caller's context.
-func (m *mutant) raw(id string) (sqsonce.Record, bool) {
+func (m *mutant) raw(id string) (store.Record, bool) {
 	rec, ok := m.Store.Records()[id]
 	return rec, ok
 }
 
 // update rewrites the record under id with change.
-func (m *mutant) update(id string, change func(*sqsonce.Record)) {
+func (m *mutant) update(id string, change func(*store.Record)) {
 	rec, _ := m.raw(id)
 	change(&rec)
 	m.Put(rec)
@@ -189,7 +196,7 @@ func (m *mutant) update(id string, change func(*sqsonce.Record)) {
 // has: Forget of a completion.
 func (m *mutant) remove(id string) {
 	rec, _ := m.raw(id)
-	rec.Status, rec.ExpiresAt = sqsonce.StatusCompleted, time.Now().Add(24*time.Hour)
+	rec.Status, rec.ExpiresAt = store.StatusCompleted, time.Now().Add(24*time.Hour)
 	m.Put(rec)
 	if err := m.Store.Forget(context.Background(), rec); err != nil {
 		panic(err)
@@ -199,11 +206,28 @@ func (m *mutant) remove(id string) {
 // putAliased keeps result itself in the record, as a store that does not
 // copy what it is given would.
 func (m *mutant) putAliased(id string, result []byte) {
-	m.Store.mu.Lock()
-	defer m.Store.mu.Unlock()
-	rec := m.Store.records[id]
-	rec.Result = result
-	m.Store.records[id] = rec
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.aliased[id] = result
+}
+
+// withAliased is rec with the caller's own slice as its result, where
+// result-aliased kept one for a completion that is still there.
+func (m *mutant) withAliased(rec store.Record) store.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.aliased[rec.ID]; ok && rec.Status == store.StatusCompleted && rec.Result != nil {
+		rec.Result = a
+	}
+	return rec
+}
+
+// ttl rounds up to the second, as the stores write their TTL.
+func ttl(t time.Time) time.Time {
+	if s := time.Unix(t.Unix(), 0); s.Before(t) {
+		return s.Add(time.Second)
+	}
+	return time.Unix(t.Unix(), 0)
 }
 
 func (m *mutant) ctx(ctx context.Context) context.Context {
@@ -219,43 +243,43 @@ func (m *mutant) cancelled(ctx context.Context) error {
 	return m.ctx(ctx).Err()
 }
 
-func lockLost(op string) error { return fmt.Errorf("mutant %s: %w", op, sqsonce.ErrLockLost) }
+func lockLost(op string) error { return fmt.Errorf("mutant %s: %w", op, store.ErrLockLost) }
 
-func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+func (m *mutant) Acquire(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	if err := m.cancelled(ctx); err != nil {
-		return sqsonce.Lease{}, err
+		return store.Lease{}, err
 	}
 	old, exists := m.raw(req.ID)
-	lock := exists && old.Status == sqsonce.StatusProcessing
+	lock := exists && old.Status == store.StatusProcessing
 	own := lock && old.Owner == req.Owner
 	switch m.name {
 	case "acquire-ignores-live-locks":
 		if lock && !own && old.Live(req.Now) {
-			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+			m.update(req.ID, func(r *store.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
 		}
 	case "acquire-takes-over-at-expiry":
 		if lock && !own && old.LockExpiresAt.Equal(req.Now) {
-			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+			m.update(req.ID, func(r *store.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
 		}
 	case "acquire-never-takes-over":
 		if lock && !own {
-			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+			return store.Lease{}, &store.HeldError{Record: old}
 		}
 	case "acquire-without-own-recognition":
 		if own && old.Live(req.Now) {
-			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+			return store.Lease{}, &store.HeldError{Record: old}
 		}
 	case "own-retry-moves-fence":
 		if own && old.Live(req.Now) {
-			m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
+			m.update(req.ID, func(r *store.Record) { r.LockExpiresAt = req.Now.Add(-time.Millisecond) })
 		}
 	case "window-never-ends":
-		if exists && old.Status == sqsonce.StatusCompleted {
-			return sqsonce.Lease{}, &sqsonce.HeldError{Record: old}
+		if exists && old.Status == store.StatusCompleted {
+			return store.Lease{}, &store.HeldError{Record: old}
 		}
 	case "window-ends-a-second-early":
-		if exists && old.Status == sqsonce.StatusCompleted && old.ExpiresAt.Unix() == req.Now.Unix() {
-			m.update(req.ID, func(r *sqsonce.Record) { r.ExpiresAt = r.ExpiresAt.Add(-time.Second) })
+		if exists && old.Status == store.StatusCompleted && old.ExpiresAt.Unix() == req.Now.Unix() {
+			m.update(req.ID, func(r *store.Record) { r.ExpiresAt = r.ExpiresAt.Add(-time.Second) })
 		}
 	case "non-atomic-acquire":
 		return m.acquireNonAtomic(ctx, req)
@@ -271,20 +295,20 @@ func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqson
 		}
 	}
 	lease, err := m.Store.Acquire(m.ctx(ctx), req)
-	var held *sqsonce.HeldError
+	var held *store.HeldError
 	if errors.As(err, &held) {
 		switch m.name {
 		case "held-error-without-record":
-			return lease, &sqsonce.HeldError{Record: sqsonce.Record{ID: held.Record.ID, Status: held.Record.Status}}
+			return lease, &store.HeldError{Record: store.Record{ID: held.Record.ID, Status: held.Record.Status}}
 		case "refusal-without-result":
 			rec := held.Record
 			rec.Result = nil
-			return lease, &sqsonce.HeldError{Record: rec}
+			return lease, &store.HeldError{Record: rec}
 		case "held-error-not-typed":
-			if held.Record.Status == sqsonce.StatusCompleted {
-				return lease, fmt.Errorf("mutant: %q: %w", req.ID, sqsonce.ErrDuplicate)
+			if held.Record.Status == store.StatusCompleted {
+				return lease, fmt.Errorf("mutant: %q: %w", req.ID, store.ErrDuplicate)
 			}
-			return lease, fmt.Errorf("mutant: %q: %w", req.ID, sqsonce.ErrInProgress)
+			return lease, fmt.Errorf("mutant: %q: %w", req.ID, store.ErrInProgress)
 		}
 	}
 	if err != nil {
@@ -294,28 +318,28 @@ func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqson
 	case "fence-starts-at-one":
 		if !exists {
 			lease.Fence = 1
-			m.update(req.ID, func(r *sqsonce.Record) { r.Fence = 1 })
+			m.update(req.ID, func(r *store.Record) { r.Fence = 1 })
 		}
 	case "fence-not-incremented":
 		if exists && old.Fence != 0 && lease.Fence != old.Fence {
 			lease.Fence = old.Fence
-			m.update(req.ID, func(r *sqsonce.Record) { r.Fence = old.Fence })
+			m.update(req.ID, func(r *store.Record) { r.Fence = old.Fence })
 		}
 	case "lock-expiry-in-seconds":
-		m.update(req.ID, func(r *sqsonce.Record) { r.LockExpiresAt = r.LockExpiresAt.Truncate(time.Second) })
+		m.update(req.ID, func(r *store.Record) { r.LockExpiresAt = r.LockExpiresAt.Truncate(time.Second) })
 	case "lock-ttl-without-retention":
-		m.update(req.ID, func(r *sqsonce.Record) { r.ExpiresAt = ttl(req.LockUntil) })
+		m.update(req.ID, func(r *store.Record) { r.ExpiresAt = ttl(req.LockUntil) })
 	case "payload-not-stored":
-		m.update(req.ID, func(r *sqsonce.Record) { r.PayloadHash = "" })
+		m.update(req.ID, func(r *store.Record) { r.PayloadHash = "" })
 	case "takeover-keeps-payload":
 		if exists && req.PayloadHash == "" {
-			m.update(req.ID, func(r *sqsonce.Record) { r.PayloadHash = old.PayloadHash })
+			m.update(req.ID, func(r *store.Record) { r.PayloadHash = old.PayloadHash })
 		}
 	case "acquire-after-release-is-a-takeover":
 		lease.TookOver = lease.TookOver || exists
 	case "takeover-keeps-result":
 		if exists && old.Result != nil {
-			m.update(req.ID, func(r *sqsonce.Record) { r.Result = old.Result })
+			m.update(req.ID, func(r *store.Record) { r.Result = old.Result })
 		}
 	}
 	return lease, nil
@@ -323,7 +347,7 @@ func (m *mutant) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqson
 
 // acquireNonAtomic checks the record, then writes the lock without a
 // condition: racing callers all pass the check before any writes.
-func (m *mutant) acquireNonAtomic(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+func (m *mutant) acquireNonAtomic(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	old, exists := m.raw(req.ID)
 	if exists && old.Blocks(req.Now) {
 		return m.Store.Acquire(ctx, req) // refused (or its own), as the store answers
@@ -333,7 +357,7 @@ func (m *mutant) acquireNonAtomic(ctx context.Context, req sqsonce.AcquireReques
 	time.Sleep(20 * time.Millisecond)
 	// The lock the store would write on the record as it was checked,
 	// written over whatever is there now.
-	scratch := NewStore()
+	scratch := memstore.New()
 	if exists {
 		scratch.Put(old)
 	}
@@ -344,24 +368,24 @@ func (m *mutant) acquireNonAtomic(ctx context.Context, req sqsonce.AcquireReques
 	return lease, err
 }
 
-func (m *mutant) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.Time) (sqsonce.Lease, error) {
+func (m *mutant) Renew(ctx context.Context, lease store.Lease, lockUntil time.Time) (store.Lease, error) {
 	if err := m.cancelled(ctx); err != nil {
 		return lease, err
 	}
 	rec, exists := m.raw(lease.ID)
-	ownLock := exists && rec.Owner == lease.Owner && rec.Status == sqsonce.StatusProcessing
+	ownLock := exists && rec.Owner == lease.Owner && rec.Status == store.StatusProcessing
 	switch m.name {
 	case "renew-without-owner-check":
-		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner != lease.Owner {
-			m.update(lease.ID, func(r *sqsonce.Record) { r.LockExpiresAt = lockUntil.Truncate(time.Millisecond) })
+		if exists && rec.Status == store.StatusProcessing && rec.Owner != lease.Owner {
+			m.update(lease.ID, func(r *store.Record) { r.LockExpiresAt = lockUntil.Truncate(time.Millisecond) })
 			lease.LockExpiresAt = lockUntil
 			return lease, nil
 		}
 	case "renew-any-status":
-		if exists && rec.Owner == lease.Owner && rec.Status != sqsonce.StatusProcessing {
-			m.update(lease.ID, func(r *sqsonce.Record) {
+		if exists && rec.Owner == lease.Owner && rec.Status != store.StatusProcessing {
+			m.update(lease.ID, func(r *store.Record) {
 				r.LockExpiresAt = lockUntil.Truncate(time.Millisecond)
-				r.ExpiresAt = ttl(lockUntil.Add(sqsonce.FenceRetention))
+				r.ExpiresAt = ttl(lockUntil.Add(store.FenceRetention))
 			})
 			lease.LockExpiresAt = lockUntil
 			return lease, nil
@@ -375,7 +399,7 @@ func (m *mutant) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.
 	return m.Store.Renew(m.ctx(ctx), lease, lockUntil)
 }
 
-func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
+func (m *mutant) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
 	if err := m.cancelled(ctx); err != nil {
 		return err
 	}
@@ -383,13 +407,13 @@ func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.T
 	switch m.name {
 	case "complete-without-owner-check":
 		if exists && rec.Owner != lease.Owner {
-			m.update(lease.ID, func(r *sqsonce.Record) {
-				r.Status, r.ExpiresAt, r.LockExpiresAt = sqsonce.StatusCompleted, time.Unix(until.Unix(), 0), time.Time{}
+			m.update(lease.ID, func(r *store.Record) {
+				r.Status, r.ExpiresAt, r.LockExpiresAt = store.StatusCompleted, time.Unix(until.Unix(), 0), time.Time{}
 			})
 			return nil
 		}
 	case "complete-repeat-fails":
-		if exists && rec.Owner == lease.Owner && rec.Status == sqsonce.StatusCompleted {
+		if exists && rec.Owner == lease.Owner && rec.Status == store.StatusCompleted {
 			return lockLost("complete")
 		}
 	}
@@ -404,37 +428,37 @@ func (m *mutant) Complete(ctx context.Context, lease sqsonce.Lease, until time.T
 		m.putAliased(lease.ID, result)
 	}
 	if m.name == "complete-rounds-window-up" {
-		m.update(lease.ID, func(r *sqsonce.Record) { r.ExpiresAt = ttl(until) })
+		m.update(lease.ID, func(r *store.Record) { r.ExpiresAt = ttl(until) })
 	}
 	return nil
 }
 
-func (m *mutant) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {
+func (m *mutant) Release(ctx context.Context, lease store.Lease, now time.Time) error {
 	if err := m.cancelled(ctx); err != nil {
 		return err
 	}
 	rec, exists := m.raw(lease.ID)
-	release := func(r *sqsonce.Record) {
-		r.Status, r.LockExpiresAt, r.ExpiresAt = sqsonce.StatusReleased, time.UnixMilli(0), ttl(now.Add(sqsonce.FenceRetention))
+	release := func(r *store.Record) {
+		r.Status, r.LockExpiresAt, r.ExpiresAt = store.StatusReleased, time.UnixMilli(0), ttl(now.Add(store.FenceRetention))
 	}
 	switch m.name {
 	case "release-without-owner-check":
-		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner != lease.Owner {
+		if exists && rec.Status == store.StatusProcessing && rec.Owner != lease.Owner {
 			m.update(lease.ID, release)
 			return nil
 		}
 	case "release-any-status":
-		if exists && rec.Status == sqsonce.StatusCompleted && rec.Owner == lease.Owner {
+		if exists && rec.Status == store.StatusCompleted && rec.Owner == lease.Owner {
 			m.update(lease.ID, release)
 			return nil
 		}
 	case "release-deletes":
-		if exists && rec.Status == sqsonce.StatusProcessing && rec.Owner == lease.Owner {
+		if exists && rec.Status == store.StatusProcessing && rec.Owner == lease.Owner {
 			m.remove(lease.ID)
 			return nil
 		}
 	case "release-repeat-fails":
-		if exists && rec.Status == sqsonce.StatusReleased && rec.Owner == lease.Owner {
+		if exists && rec.Status == store.StatusReleased && rec.Owner == lease.Owner {
 			return lockLost("release")
 		}
 	case "release-gone-fails":
@@ -442,21 +466,21 @@ func (m *mutant) Release(ctx context.Context, lease sqsonce.Lease, now time.Time
 			return lockLost("release")
 		}
 	case "release-needs-lock-expiry":
-		if exists && rec.Status == sqsonce.StatusProcessing && !lease.LockExpiresAt.Truncate(time.Millisecond).Equal(rec.LockExpiresAt) {
+		if exists && rec.Status == store.StatusProcessing && !lease.LockExpiresAt.Truncate(time.Millisecond).Equal(rec.LockExpiresAt) {
 			return lockLost("release")
 		}
 	}
 	return m.Store.Release(m.ctx(ctx), lease, now)
 }
 
-func (m *mutant) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+func (m *mutant) Read(ctx context.Context, id string) (store.Record, error) {
 	if err := m.cancelled(ctx); err != nil {
-		return sqsonce.Record{}, err
+		return store.Record{}, err
 	}
 	switch m.name {
 	case "read-missing-is-empty":
 		if _, exists := m.raw(id); !exists {
-			return sqsonce.Record{}, nil
+			return store.Record{}, nil
 		}
 	case "read-stale":
 		m.mu.Lock()
@@ -467,6 +491,9 @@ func (m *mutant) Read(ctx context.Context, id string) (sqsonce.Record, error) {
 		}
 	}
 	rec, err := m.Store.Read(m.ctx(ctx), id)
+	if err == nil && m.name == "result-aliased" {
+		rec = m.withAliased(rec)
+	}
 	if err == nil && m.name == "read-stale" {
 		m.mu.Lock()
 		m.seen[id] = rec
@@ -475,7 +502,7 @@ func (m *mutant) Read(ctx context.Context, id string) (sqsonce.Record, error) {
 	return rec, err
 }
 
-func (m *mutant) Forget(ctx context.Context, rec sqsonce.Record) error {
+func (m *mutant) Forget(ctx context.Context, rec store.Record) error {
 	if err := m.cancelled(ctx); err != nil {
 		return err
 	}
@@ -488,8 +515,37 @@ func (m *mutant) Forget(ctx context.Context, rec sqsonce.Record) error {
 		}
 	case "forget-gone-fails":
 		if !exists {
-			return fmt.Errorf("mutant: forget %q: %w", rec.ID, sqsonce.ErrRecordChanged)
+			return fmt.Errorf("mutant: forget %q: %w", rec.ID, store.ErrRecordChanged)
 		}
 	}
 	return m.Store.Forget(m.ctx(ctx), rec)
+}
+
+func (m *mutant) Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]store.Record, error) {
+	if err := m.cancelled(ctx); err != nil {
+		return nil, err
+	}
+	switch m.name {
+	case "locks-lists-every-record", "locks-prefix-unbounded":
+		var locks []store.Record
+		for id, rec := range m.Store.Records() {
+			under := strings.HasPrefix(id, prefix+"#")
+			if m.name == "locks-prefix-unbounded" {
+				under = strings.HasPrefix(id, prefix) && rec.Status == store.StatusProcessing
+			}
+			if under {
+				locks = append(locks, rec)
+			}
+		}
+		slices.SortFunc(locks, func(a, b store.Record) int { return a.LockExpiresAt.Compare(b.LockExpiresAt) })
+		if progress != nil {
+			progress(len(locks), len(locks))
+		}
+		return locks, nil
+	case "locks-latest-first":
+		locks, err := m.Store.Locks(m.ctx(ctx), prefix, progress)
+		slices.Reverse(locks)
+		return locks, err
+	}
+	return m.Store.Locks(m.ctx(ctx), prefix, progress)
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
 // TestFromEnv: a good URL gives a store without connecting; every bad
@@ -41,7 +41,7 @@ func TestFromEnv(t *testing.T) {
 		{map[string]string{"REDIS_URL": "redis://user:s3cret@ho st:6379"}, []string{"REDIS_URL: not a URL"}},
 	} {
 		_, err := redisstore.FromEnv(envconfig.Map(c.env))
-		if !errors.Is(err, sqsonce.ErrMisconfigured) {
+		if !errors.Is(err, store.ErrMisconfigured) {
 			t.Errorf("FromEnv(%v) returned %v; want an error matching ErrMisconfigured", c.env, err)
 			continue
 		}

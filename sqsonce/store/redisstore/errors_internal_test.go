@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // serverError is an error reply, as go-redis returns one.
@@ -42,8 +42,8 @@ func TestStoreErrorClasses(t *testing.T) {
 	}
 	for _, err := range misconfigured {
 		got := storeError("acquire", "p#k", err)
-		if !errors.Is(got, sqsonce.ErrMisconfigured) || errors.Is(got, sqsonce.ErrUnavailable) {
-			t.Errorf("%v: misconfigured %v, unavailable %v; want misconfigured only", err, errors.Is(got, sqsonce.ErrMisconfigured), errors.Is(got, sqsonce.ErrUnavailable))
+		if !errors.Is(got, store.ErrMisconfigured) || errors.Is(got, store.ErrUnavailable) {
+			t.Errorf("%v: misconfigured %v, unavailable %v; want misconfigured only", err, errors.Is(got, store.ErrMisconfigured), errors.Is(got, store.ErrUnavailable))
 		}
 		if !errors.Is(got, err) {
 			t.Errorf("%v: the StoreError does not unwrap to the cause", err)
@@ -51,8 +51,8 @@ func TestStoreErrorClasses(t *testing.T) {
 	}
 	for _, err := range unavailable {
 		got := storeError("acquire", "p#k", err)
-		if errors.Is(got, sqsonce.ErrMisconfigured) || !errors.Is(got, sqsonce.ErrUnavailable) {
-			t.Errorf("%v: misconfigured %v, unavailable %v; want unavailable only", err, errors.Is(got, sqsonce.ErrMisconfigured), errors.Is(got, sqsonce.ErrUnavailable))
+		if errors.Is(got, store.ErrMisconfigured) || !errors.Is(got, store.ErrUnavailable) {
+			t.Errorf("%v: misconfigured %v, unavailable %v; want unavailable only", err, errors.Is(got, store.ErrMisconfigured), errors.Is(got, store.ErrUnavailable))
 		}
 	}
 }
@@ -68,7 +68,7 @@ func TestKeysShareTheHashTag(t *testing.T) {
 		t.Errorf("keys = %q, %v", keys, err)
 	}
 	for _, id := range []string{"", "}orders#A-1"} {
-		if _, err := s.keys("acquire", id); !errors.Is(err, sqsonce.ErrMisconfigured) {
+		if _, err := s.keys("acquire", id); !errors.Is(err, store.ErrMisconfigured) {
 			t.Errorf("keys(%q) returned %v; want ErrMisconfigured", id, err)
 		}
 	}

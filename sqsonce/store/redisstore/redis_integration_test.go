@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
-	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
 // What the conformance suite cannot express: the keys and their expiries,
@@ -23,8 +23,8 @@ import (
 
 func base() time.Time { return time.Now().Truncate(time.Millisecond) }
 
-func req(id, owner string, now time.Time) sqsonce.AcquireRequest {
-	return sqsonce.AcquireRequest{ID: id, Owner: owner, Now: now, LockUntil: now.Add(10 * time.Second)}
+func req(id, owner string, now time.Time) store.AcquireRequest {
+	return store.AcquireRequest{ID: id, Owner: owner, Now: now, LockUntil: now.Add(10 * time.Second)}
 }
 
 // pexpiretime is the key's expiry in epoch milliseconds (-2: no key).
@@ -51,19 +51,19 @@ func TestKeysAndExpiries(t *testing.T) {
 	id := "orders#k-1"
 	recKey, fenceKey := "sqsonce:{"+id+"}", "sqsonce:{"+id+"}:fence"
 
-	lease, err := s.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "a", Now: now, LockUntil: now.Add(10*time.Second + 300*time.Millisecond)})
+	lease, err := s.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "a", Now: now, LockUntil: now.Add(10*time.Second + 300*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if typ := c.Type(ctx, recKey).Val(); typ != "hash" {
 		t.Fatalf("the record's key %q is of type %q; want a hash", recKey, typ)
 	}
-	lockTTL := ceilSec(now.Add(10*time.Second+300*time.Millisecond).Add(sqsonce.FenceRetention)) * 1000
+	lockTTL := ceilSec(now.Add(10*time.Second+300*time.Millisecond).Add(store.FenceRetention)) * 1000
 	if got := pexpiretime(t, c, recKey); got != lockTTL {
 		t.Errorf("after Acquire the record expires at %d ms; want the lock's end + FenceRetention, rounded up to the second: %d", got, lockTTL)
 	}
-	if got := pexpiretime(t, c, fenceKey); got != lockTTL+sqsonce.FenceRetention.Milliseconds() {
-		t.Errorf("after Acquire the fence counter expires at %d ms; want the record's expiry + FenceRetention: %d", got, lockTTL+sqsonce.FenceRetention.Milliseconds())
+	if got := pexpiretime(t, c, fenceKey); got != lockTTL+store.FenceRetention.Milliseconds() {
+		t.Errorf("after Acquire the fence counter expires at %d ms; want the record's expiry + FenceRetention: %d", got, lockTTL+store.FenceRetention.Milliseconds())
 	}
 	if v, _ := c.Get(ctx, fenceKey).Int64(); v != lease.Fence {
 		t.Errorf("the fence counter holds %d; want the lease's fence %d", v, lease.Fence)
@@ -77,14 +77,14 @@ func TestKeysAndExpiries(t *testing.T) {
 	if got := pexpiretime(t, c, recKey); got != windowEnd {
 		t.Errorf("after Complete the record expires at %d ms; want the end of the window's last second: %d", got, windowEnd)
 	}
-	if got := pexpiretime(t, c, fenceKey); got != windowEnd+sqsonce.FenceRetention.Milliseconds() {
-		t.Errorf("after Complete the fence counter expires at %d ms; want the window's end + FenceRetention: %d", got, windowEnd+sqsonce.FenceRetention.Milliseconds())
+	if got := pexpiretime(t, c, fenceKey); got != windowEnd+store.FenceRetention.Milliseconds() {
+		t.Errorf("after Complete the fence counter expires at %d ms; want the window's end + FenceRetention: %d", got, windowEnd+store.FenceRetention.Milliseconds())
 	}
 
 	// Release: the counter's expiry never moves earlier, even when the
 	// record's does.
 	id2 := "orders#k-2"
-	l2, err := s.Acquire(ctx, sqsonce.AcquireRequest{ID: id2, Owner: "a", Now: now, LockUntil: now.Add(2 * time.Hour)})
+	l2, err := s.Acquire(ctx, store.AcquireRequest{ID: id2, Owner: "a", Now: now, LockUntil: now.Add(2 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestKeysAndExpiries(t *testing.T) {
 	if err := s.Release(ctx, l2, now); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := pexpiretime(t, c, "sqsonce:{"+id2+"}"), ceilSec(now.Add(sqsonce.FenceRetention))*1000; got != want {
+	if got, want := pexpiretime(t, c, "sqsonce:{"+id2+"}"), ceilSec(now.Add(store.FenceRetention))*1000; got != want {
 		t.Errorf("after Release the record expires at %d ms; want now + FenceRetention: %d", got, want)
 	}
 	if got := pexpiretime(t, c, "sqsonce:{"+id2+"}:fence"); got != before {
@@ -185,7 +185,7 @@ func TestResultIsBinarySafe(t *testing.T) {
 			t.Errorf("%s: Read returns Result %q (nil %v); want %q (nil %v)", tc.name, rec.Result, rec.Result == nil, tc.result, tc.result == nil)
 		}
 		_, err = s.Acquire(ctx, req(id, "b", now))
-		var held *sqsonce.HeldError
+		var held *store.HeldError
 		if !errors.As(err, &held) || !bytes.Equal(held.Record.Result, tc.result) || (held.Record.Result == nil) != (tc.result == nil) {
 			t.Errorf("%s: the refusal is %v; want a HeldError carrying %q", tc.name, err, tc.result)
 		}
@@ -193,7 +193,7 @@ func TestResultIsBinarySafe(t *testing.T) {
 }
 
 // TestForeignRecords: a hash the protocol did not write is a
-// *sqsonce.RecordError (ErrMisconfigured) and is left alone; a key of
+// *store.RecordError (ErrMisconfigured) and is left alone; a key of
 // another type is a StoreError matching ErrMisconfigured.
 func TestForeignRecords(t *testing.T) {
 	t.Parallel()
@@ -217,17 +217,17 @@ func TestForeignRecords(t *testing.T) {
 		}
 		stored := c.HGetAll(ctx, key).Val()
 		_, err := s.Acquire(ctx, req(id, "a", now))
-		var re *sqsonce.RecordError
-		if !errors.As(err, &re) || !errors.Is(err, sqsonce.ErrMisconfigured) {
-			t.Errorf("%s: Acquire returned %v; want a *sqsonce.RecordError", tc.name, err)
+		var re *store.RecordError
+		if !errors.As(err, &re) || !errors.Is(err, store.ErrMisconfigured) {
+			t.Errorf("%s: Acquire returned %v; want a *store.RecordError", tc.name, err)
 		}
 		if _, err := s.Read(ctx, id); !errors.As(err, &re) {
-			t.Errorf("%s: Read returned %v; want a *sqsonce.RecordError", tc.name, err)
+			t.Errorf("%s: Read returned %v; want a *store.RecordError", tc.name, err)
 		}
 		// Another owner's release is refused, and the refusal cannot be
 		// read as a record.
-		if err := s.Release(ctx, sqsonce.Lease{ID: id, Owner: "y"}, now); !errors.As(err, &re) {
-			t.Errorf("%s: Release returned %v; want a *sqsonce.RecordError", tc.name, err)
+		if err := s.Release(ctx, store.Lease{ID: id, Owner: "y"}, now); !errors.As(err, &re) {
+			t.Errorf("%s: Release returned %v; want a *store.RecordError", tc.name, err)
 		}
 		if got := c.HGetAll(ctx, key).Val(); len(got) != len(stored) {
 			t.Errorf("%s: the hash changed from %v to %v", tc.name, stored, got)
@@ -241,13 +241,13 @@ func TestForeignRecords(t *testing.T) {
 	calls := map[string]func() error{
 		"Acquire":  func() error { _, err := s.Acquire(ctx, req(id, "a", now)); return err },
 		"Read":     func() error { _, err := s.Read(ctx, id); return err },
-		"Complete": func() error { return s.Complete(ctx, sqsonce.Lease{ID: id, Owner: "a"}, now, nil) },
+		"Complete": func() error { return s.Complete(ctx, store.Lease{ID: id, Owner: "a"}, now, nil) },
 	}
 	for name, call := range calls {
 		err := call()
-		var se *sqsonce.StoreError
-		if !errors.As(err, &se) || !errors.Is(err, sqsonce.ErrMisconfigured) || errors.Is(err, sqsonce.ErrUnavailable) {
-			t.Errorf("%s on a key of another type returned %v; want a *sqsonce.StoreError matching ErrMisconfigured only", name, err)
+		var se *store.StoreError
+		if !errors.As(err, &se) || !errors.Is(err, store.ErrMisconfigured) || errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s on a key of another type returned %v; want a *store.StoreError matching ErrMisconfigured only", name, err)
 		}
 	}
 }
@@ -262,7 +262,7 @@ func TestUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	_, err := s.Acquire(ctx, req("orders#down", "a", base()))
-	if !errors.Is(err, sqsonce.ErrUnavailable) || errors.Is(err, sqsonce.ErrMisconfigured) {
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMisconfigured) {
 		t.Errorf("Acquire on a stopped server returned %v; want ErrUnavailable only", err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "orders#down") {
@@ -301,8 +301,8 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Owner != "a" || rec.Fence != lease.Fence || lease.Fence != sqsonce.FenceSeed(now)+1 {
-		t.Errorf("after a lost answer the lease has fence %d and the record is %s; want one acquisition, fence %d", lease.Fence, rec, sqsonce.FenceSeed(now)+1)
+	if rec.Owner != "a" || rec.Fence != lease.Fence || lease.Fence != store.FenceSeed(now)+1 {
+		t.Errorf("after a lost answer the lease has fence %d and the record is %s; want one acquisition, fence %d", lease.Fence, rec, store.FenceSeed(now)+1)
 	}
 
 	proxy.LoseAnswer([]byte("EVALSHA"))
@@ -313,7 +313,7 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 	if err := s.Complete(ctx, lease, now.Add(time.Minute), []byte("done")); err != nil || proxy.Lost() != 3 {
 		t.Errorf("Complete whose answer was lost returned %v (lost %d); want success: the work ran and is recorded", err, proxy.Lost())
 	}
-	if rec, _ := direct.Read(ctx, id); rec.Status != sqsonce.StatusCompleted || string(rec.Result) != "done" {
+	if rec, _ := direct.Read(ctx, id); rec.Status != store.StatusCompleted || string(rec.Result) != "done" {
 		t.Errorf("after Complete the record is %s with result %q; want COMPLETED with %q", rec, rec.Result, "done")
 	}
 
@@ -339,7 +339,7 @@ func TestWaitReplicas(t *testing.T) {
 	ctx := t.Context()
 	now := base()
 	_, err := s.Acquire(ctx, req("orders#wait", "a", now))
-	if !errors.Is(err, sqsonce.ErrUnavailable) {
+	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Acquire waiting for a replica that does not exist returned %v; want ErrUnavailable", err)
 	}
 
@@ -355,7 +355,7 @@ func TestWaitReplicas(t *testing.T) {
 	s, _ = newStore(t, primary.Addr, redisstore.Options{WaitReplicas: 1, WaitTimeout: 10 * time.Second})
 	// Until the replica has synchronised, WAIT counts none: retry the
 	// same acquisition (the retry recognises it) until it is acknowledged.
-	var lease sqsonce.Lease
+	var lease store.Lease
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		lease, err = s.Acquire(ctx, req("orders#wait", "a", now))
@@ -366,8 +366,8 @@ func TestWaitReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire with a replica attached: %v", err)
 	}
-	if lease.Fence != sqsonce.FenceSeed(now)+1 {
-		t.Errorf("the acquisition retried until a replica acknowledged it has fence %d; want %d (one acquisition)", lease.Fence, sqsonce.FenceSeed(now)+1)
+	if lease.Fence != store.FenceSeed(now)+1 {
+		t.Errorf("the acquisition retried until a replica acknowledged it has fence %d; want %d (one acquisition)", lease.Fence, store.FenceSeed(now)+1)
 	}
 	if err := s.Complete(ctx, lease, now.Add(time.Minute), nil); err != nil {
 		t.Fatal(err)
@@ -382,7 +382,7 @@ func TestWaitReplicas(t *testing.T) {
 func TestNewRefusesWaitOnCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer c.Close()
-	if _, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1}); !errors.Is(err, sqsonce.ErrMisconfigured) {
+	if _, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1}); !errors.Is(err, store.ErrMisconfigured) {
 		t.Errorf("New with WaitReplicas on a cluster client returned %v; want ErrMisconfigured", err)
 	}
 }
@@ -400,7 +400,7 @@ func TestCheck(t *testing.T) {
 	if err := c.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(ctx); !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "volatile-lru") {
+	if err := s.Check(ctx); !errors.Is(err, store.ErrMisconfigured) || !strings.Contains(err.Error(), "volatile-lru") {
 		t.Errorf("Check with maxmemory-policy volatile-lru returned %v; want ErrMisconfigured naming it", err)
 	}
 }

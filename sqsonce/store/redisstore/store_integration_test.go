@@ -8,9 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
-	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
-	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
 // newStore is a store on addr, its client closed when t ends.
@@ -30,7 +30,7 @@ func newStore(t testing.TB, addr string, opts redisstore.Options) (*redisstore.S
 func TestStoreOnRedis(t *testing.T) {
 	t.Parallel()
 	srv := redisserver.Start(t)
-	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
+	storetest.TestStore(t, func(t *testing.T) store.Store {
 		s, _ := newStore(t, srv.Addr, redisstore.Options{})
 		return s
 	})

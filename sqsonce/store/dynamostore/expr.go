@@ -1,10 +1,12 @@
-package sqsonce
+package dynamostore
 
 import (
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The store's expressions are written out here once, in the form package
@@ -33,7 +35,7 @@ const (
 	// owner's lock, still held.
 	ownedProcessing = "(#owner = :owner) AND (#status = :processing)"
 	// renewUpdate moves a lock's expiry and its TTL: an abandoned lock is
-	// garbage FenceRetention after it can be taken over.
+	// garbage store.FenceRetention after it can be taken over.
 	renewUpdate = "SET #lockexp = :lockuntil, #expires = :ttl\n"
 	// ownedCondition is a completion's: the owner's record (a repeat of an
 	// applied completion passes it again).
@@ -93,18 +95,18 @@ func num(n int64) types.AttributeValue {
 
 // acquireExpression is the condition under which a new lock may be
 // written, and the lock it writes.
-func acquireExpression(req AcquireRequest) (storeExpr, error) {
+func acquireExpression(req store.AcquireRequest) (storeExpr, error) {
 	return newStoreExpr(acquireCondition, acquireUpdate, "", map[string]types.AttributeValue{
-		":released":   str(string(StatusReleased)),
-		":processing": str(string(StatusProcessing)),
-		":completed":  str(string(StatusCompleted)),
+		":released":   str(string(store.StatusReleased)),
+		":processing": str(string(store.StatusProcessing)),
+		":completed":  str(string(store.StatusCompleted)),
 		":nowms":      num(req.Now.UnixMilli()),
 		":nows":       num(req.Now.Unix()),
 		":lockuntil":  num(req.LockUntil.UnixMilli()),
-		":ttl":        num(ttlSeconds(req.LockUntil.Add(FenceRetention))),
+		":ttl":        num(ttlSeconds(req.LockUntil.Add(store.FenceRetention))),
 		":owner":      str(req.Owner),
 		":hash":       str(req.PayloadHash),
-		":seed":       num(FenceSeed(req.Now)),
+		":seed":       num(store.FenceSeed(req.Now)),
 		":one":        num(1),
 	}, "#id", "#status", "#lockexp", "#expires", "#owner", "#hash", "#fence", "#result"), nil
 }
@@ -112,16 +114,16 @@ func acquireExpression(req AcquireRequest) (storeExpr, error) {
 func renewExpression(owner string, lockUntil time.Time) storeExpr {
 	return newStoreExpr(ownedProcessing, renewUpdate, "", map[string]types.AttributeValue{
 		":owner":      str(owner),
-		":processing": str(string(StatusProcessing)),
+		":processing": str(string(store.StatusProcessing)),
 		":lockuntil":  num(lockUntil.UnixMilli()),
-		":ttl":        num(ttlSeconds(lockUntil.Add(FenceRetention))),
+		":ttl":        num(ttlSeconds(lockUntil.Add(store.FenceRetention))),
 	}, "#owner", "#status", "#lockexp", "#expires")
 }
 
 func completeExpression(owner string, until time.Time, result []byte) storeExpr {
 	values := map[string]types.AttributeValue{
 		":owner":     str(owner),
-		":completed": str(string(StatusCompleted)),
+		":completed": str(string(store.StatusCompleted)),
 		":until":     num(until.Unix()),
 	}
 	if result == nil {
@@ -136,16 +138,16 @@ func completeExpression(owner string, until time.Time, result []byte) storeExpr 
 func releaseExpression(owner string, now time.Time) storeExpr {
 	return newStoreExpr(ownedProcessing, releaseUpdate, "", map[string]types.AttributeValue{
 		":owner":      str(owner),
-		":processing": str(string(StatusProcessing)),
-		":released":   str(string(StatusReleased)),
+		":processing": str(string(store.StatusProcessing)),
+		":released":   str(string(store.StatusReleased)),
 		":zero":       num(0),
-		":ttl":        num(ttlSeconds(now.Add(FenceRetention))),
+		":ttl":        num(ttlSeconds(now.Add(store.FenceRetention))),
 	}, "#owner", "#status", "#lockexp", "#expires")
 }
 
 func forgetExpression(owner string) storeExpr {
 	return newStoreExpr(forgetCondition, "", "", map[string]types.AttributeValue{
-		":completed": str(string(StatusCompleted)),
+		":completed": str(string(store.StatusCompleted)),
 		":owner":     str(owner),
 	}, "#status", "#owner")
 }
@@ -153,6 +155,6 @@ func forgetExpression(owner string) storeExpr {
 func locksExpression(prefix string) storeExpr {
 	return newStoreExpr("", "", locksFilter, map[string]types.AttributeValue{
 		":prefix":     str(prefix + "#"),
-		":processing": str(string(StatusProcessing)),
+		":processing": str(string(store.StatusProcessing)),
 	}, "#id", "#status")
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The variables FromEnv reads.
@@ -30,7 +30,7 @@ const (
 // FromEnv returns the Store on the server EnvURL names, with the options
 // EnvCluster and EnvWaitReplicas set; lookup is os.LookupEnv, or a map's in
 // a test. The error names every bad variable, never the URL's password,
-// and matches sqsonce.ErrMisconfigured. FromEnv does not connect: the
+// and matches store.ErrMisconfigured. FromEnv does not connect: the
 // first call does, and Check tries it. Close closes the client it made.
 func FromEnv(lookup func(string) (string, bool)) (*Store, error) {
 	r := envconfig.NewReader(lookup)
@@ -66,7 +66,7 @@ func FromEnv(lookup func(string) (string, bool)) (*Store, error) {
 		if client != nil {
 			_ = client.Close()
 		}
-		return nil, fmt.Errorf("%w: %w", sqsonce.ErrMisconfigured, err)
+		return nil, fmt.Errorf("%w: %w", store.ErrMisconfigured, err)
 	}
 	s, err := New(client, Options{WaitReplicas: wait, WaitTimeout: time.Second})
 	if err != nil {

@@ -1,19 +1,17 @@
-package sqsonce
+package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 )
 
 // Store keeps the lock records of the protocol: one record per key, under
-// the id "<KeyPrefix>#<key>". Config.Store nil is the DynamoDB store
-// (NewDynamoDBStore) on Config.Table; sqsoncetest.NewStore is one in memory
-// for tests, and sqsoncetest.TestStore is the suite a Store of your own must
-// pass. A Store may also have a method Check(ctx) error, which
-// Processor.Check calls.
+// the id "<KeyPrefix>#<key>" (RecordID). Package dynamostore is the store
+// on a DynamoDB table, redisstore the one on Redis, memstore one in memory
+// for tests; storetest.TestStore is the suite a Store of your own must
+// pass. A Store may also implement Checker, which sqsonce's
+// Processor.Check calls, and Admin, which the operator's CLI calls.
 //
 // Every method is one atomic step on one record, and every one must be safe
 // to repeat: a client retries a call whose answer was lost after the store
@@ -57,10 +55,32 @@ type Store interface {
 	// protocol did not write comes back as far as it could be read, with a
 	// *RecordError, so an operator still sees it.
 	Read(ctx context.Context, id string) (Record, error)
+}
+
+// Admin is what an operator's tool (the sqs-once CLI) asks of a store
+// beyond the hot path, with a type assertion: Store stays what the lock
+// calls, so a store of your own need not have these. Every store that
+// ships implements it; storetest.TestStore checks it where a store does.
+type Admin interface {
 	// Forget deletes rec's record if it is still the COMPLETED record of
 	// rec.Owner, so that its key runs again. A record already gone is a
 	// success; one that changed is an error matching ErrRecordChanged.
 	Forget(ctx context.Context, rec Record) error
+	// Locks lists the PROCESSING records whose ids start with prefix+"#",
+	// the earliest expiry first, calling progress (when not nil) with the
+	// records looked at and the locks found so far. It reads every record
+	// of the store: its cost is the store's size. A lock the protocol did
+	// not write is listed with its id, status and owner.
+	Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]Record, error)
+}
+
+// Checker is a store that can check its own set-up (a table's schema and
+// TTL, a server's eviction policy), which sqsonce's Processor.Check calls.
+type Checker interface {
+	// Check reads the store's set-up once and returns an error that says
+	// what is wrong with it (matching ErrMisconfigured when nothing works
+	// as it is, ErrUnavailable when a retry may tell more), or nil.
+	Check(ctx context.Context) error
 }
 
 // AcquireRequest is what Store.Acquire writes.
@@ -132,8 +152,8 @@ type Record struct {
 
 // MaxResultSize is the largest result Store.Complete is given, in bytes:
 // DynamoDB's item limit (400 KB) less 8 KiB for the record's other
-// attributes (the id, at most 2 KiB, and a few short ones). DoResult
-// refuses a larger result with a *ResultError.
+// attributes (the id, at most 2 KiB, and a few short ones). sqsonce's
+// DoResult refuses a larger result.
 const MaxResultSize = 400*1024 - 8*1024
 
 // Live reports whether rec is a lock that has not expired at now: a holder
@@ -168,17 +188,9 @@ const FenceRetention = time.Hour
 // milliseconds (the first lease's fence is one more).
 func FenceSeed(now time.Time) int64 { return now.UnixMilli() }
 
-// RecordID is the id of key's record under prefix. With Config.HashKeys
-// the key is HashKey(key).
+// RecordID is the id of key's record under prefix. With sqsonce's
+// Config.HashKeys the key is sqsonce.HashKey(key).
 func RecordID(prefix, key string) string { return prefix + "#" + key }
-
-// HashKey is what Config.HashKeys stores and shows instead of a key: the
-// SHA-256 of its bytes, in lowercase hex (64 characters, whatever the
-// key's length).
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
 
 // String describes the record in one line, for errors and the CLI.
 func (rec Record) String() string {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // DefaultKeyPrefix is the prefix of every key the store writes, unless
@@ -26,7 +28,7 @@ type Options struct {
 	// WaitReplicas, when above zero, makes every write wait until that many
 	// replicas acknowledged it (WAIT), for at most WaitTimeout (default one
 	// second). A write that fewer replicas acknowledged in time is an error
-	// matching sqsonce.ErrUnavailable: it is applied on the primary, and
+	// matching store.ErrUnavailable: it is applied on the primary, and
 	// the protocol treats it as an answer lost (the record is retried, and
 	// the retry recognises the write). It narrows, and does not close, the
 	// window in which a failover loses a lock or a completion: Redis
@@ -36,7 +38,7 @@ type Options struct {
 	WaitTimeout  time.Duration
 }
 
-// Store is the sqsonce.Store on Redis or Valkey. Each record is a hash
+// Store is the store.Store on Redis or Valkey. Each record is a hash
 // under "<prefix>{<id>}" and the fence counter of its id a string under
 // "<prefix>{<id>}:fence": the id is the hash tag, so in Redis Cluster both
 // are in one slot. Every write is one Lua script (EVALSHA, EVAL once a
@@ -50,7 +52,11 @@ type Store struct {
 	owned  bool // FromEnv made the client: Close closes it
 }
 
-var _ sqsonce.Store = (*Store)(nil)
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Admin   = (*Store)(nil)
+	_ store.Checker = (*Store)(nil)
+)
 
 // New returns the Store on client: a *redis.Client, a
 // *redis.ClusterClient, or a failover (Sentinel) client. The client's
@@ -59,7 +65,7 @@ var _ sqsonce.Store = (*Store)(nil)
 // the DynamoDB store: leave them on.
 func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if client == nil {
-		return nil, fmt.Errorf("redisstore: %w: no client", sqsonce.ErrMisconfigured)
+		return nil, fmt.Errorf("redisstore: %w: no client", store.ErrMisconfigured)
 	}
 	s := &Store{c: client, prefix: opts.KeyPrefix, wait: opts.WaitReplicas, waitT: opts.WaitTimeout}
 	if s.prefix == "" {
@@ -69,10 +75,10 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 		s.waitT = time.Second
 	}
 	if s.wait < 0 {
-		return nil, fmt.Errorf("redisstore: %w: WaitReplicas %d is below zero", sqsonce.ErrMisconfigured, s.wait)
+		return nil, fmt.Errorf("redisstore: %w: WaitReplicas %d is below zero", store.ErrMisconfigured, s.wait)
 	}
 	if _, cluster := client.(*redis.ClusterClient); cluster && s.wait > 0 {
-		return nil, fmt.Errorf("redisstore: %w: WaitReplicas needs a client of one primary (WAIT must follow the write on its connection); a Redis Cluster client cannot issue it", sqsonce.ErrMisconfigured)
+		return nil, fmt.Errorf("redisstore: %w: WaitReplicas needs a client of one primary (WAIT must follow the write on its connection); a Redis Cluster client cannot issue it", store.ErrMisconfigured)
 	}
 	return s, nil
 }
@@ -83,58 +89,58 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 // with the key prefix), and the store refuses one.
 func (s *Store) keys(op, id string) ([]string, error) {
 	if id == "" || strings.HasPrefix(id, "}") {
-		return nil, &sqsonce.StoreError{Op: op, ID: id, Err: fmt.Errorf("%w: a record id must not be empty or start with \"}\" (it is the keys' hash tag)", sqsonce.ErrMisconfigured)}
+		return nil, &store.StoreError{Op: op, ID: id, Err: fmt.Errorf("%w: a record id must not be empty or start with \"}\" (it is the keys' hash tag)", store.ErrMisconfigured)}
 	}
 	rec := s.prefix + "{" + id + "}"
 	return []string{rec, rec + ":fence"}, nil
 }
 
-// Acquire implements sqsonce.Store.
-func (s *Store) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+// Acquire implements store.Store.
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	keys, err := s.keys("acquire", req.ID)
 	if err != nil {
-		return sqsonce.Lease{}, err
+		return store.Lease{}, err
 	}
-	expires := ttlSeconds(req.LockUntil.Add(sqsonce.FenceRetention))
+	expires := ttlSeconds(req.LockUntil.Add(store.FenceRetention))
 	ans, err := s.run(ctx, "acquire", req.ID, acquireScript, keys,
 		req.Owner, req.PayloadHash, req.Now.UnixMilli(), req.Now.Unix(), req.LockUntil.UnixMilli(),
-		expires, expires*1000, fenceExpiry(expires*1000), sqsonce.FenceSeed(req.Now))
+		expires, expires*1000, fenceExpiry(expires*1000), store.FenceSeed(req.Now))
 	if err != nil {
-		return sqsonce.Lease{}, err
+		return store.Lease{}, err
 	}
-	lease := sqsonce.Lease{ID: req.ID, Owner: req.Owner, LockExpiresAt: req.LockUntil}
+	lease := store.Lease{ID: req.ID, Owner: req.Owner, LockExpiresAt: req.LockUntil}
 	if ans.refused {
 		rec, err := parseRecord(req.ID, ans.record)
 		switch {
 		case err != nil:
-			return sqsonce.Lease{}, err
-		case rec.Status == sqsonce.StatusProcessing && rec.Owner == req.Owner:
+			return store.Lease{}, err
+		case rec.Status == store.StatusProcessing && rec.Owner == req.Owner:
 			// Our own attempt, applied and its answer lost: it already
 			// moved the fence.
 			lease.Fence = rec.Fence
 			return lease, nil
 		}
-		return sqsonce.Lease{}, &sqsonce.HeldError{Record: rec}
+		return store.Lease{}, &store.HeldError{Record: rec}
 	}
 	if len(ans.values) != 2 {
-		return sqsonce.Lease{}, s.malformed("acquire", req.ID, ans)
+		return store.Lease{}, s.malformed("acquire", req.ID, ans)
 	}
 	fence, err := strconv.ParseInt(ans.values[0], 10, 64)
 	if err != nil {
-		return sqsonce.Lease{}, s.malformed("acquire", req.ID, ans)
+		return store.Lease{}, s.malformed("acquire", req.ID, ans)
 	}
 	lease.Fence = fence
 	lease.TookOver = ans.values[1] == "1"
 	return lease, nil
 }
 
-// Renew implements sqsonce.Store.
-func (s *Store) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.Time) (sqsonce.Lease, error) {
+// Renew implements store.Store.
+func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Time) (store.Lease, error) {
 	keys, err := s.keys("renew", lease.ID)
 	if err != nil {
 		return lease, err
 	}
-	expires := ttlSeconds(lockUntil.Add(sqsonce.FenceRetention))
+	expires := ttlSeconds(lockUntil.Add(store.FenceRetention))
 	ans, err := s.run(ctx, "renew", lease.ID, renewScript, keys,
 		lease.Owner, lockUntil.UnixMilli(), expires, expires*1000, fenceExpiry(expires*1000))
 	if err != nil {
@@ -147,10 +153,10 @@ func (s *Store) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.T
 	return lease, nil
 }
 
-// Complete implements sqsonce.Store. The record's key expires when the
+// Complete implements store.Store. The record's key expires when the
 // window's last second ends: Acquire refuses up to and including
 // ExpiresAt, in whole seconds.
-func (s *Store) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
+func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
 	keys, err := s.keys("complete", lease.ID)
 	if err != nil {
 		return err
@@ -171,13 +177,13 @@ func (s *Store) Complete(ctx context.Context, lease sqsonce.Lease, until time.Ti
 	return nil
 }
 
-// Release implements sqsonce.Store.
-func (s *Store) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, lease store.Lease, now time.Time) error {
 	keys, err := s.keys("release", lease.ID)
 	if err != nil {
 		return err
 	}
-	expires := ttlSeconds(now.Add(sqsonce.FenceRetention))
+	expires := ttlSeconds(now.Add(store.FenceRetention))
 	ans, err := s.run(ctx, "release", lease.ID, releaseScript, keys,
 		lease.Owner, expires, expires*1000, fenceExpiry(expires*1000))
 	if err != nil {
@@ -192,26 +198,26 @@ func (s *Store) Release(ctx context.Context, lease sqsonce.Lease, now time.Time)
 	return nil
 }
 
-// Read implements sqsonce.Store. Read goes to the primary, as every
+// Read implements store.Store. Read goes to the primary, as every
 // command of a client that is not set to read from replicas does: it
 // returns the latest write.
-func (s *Store) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+func (s *Store) Read(ctx context.Context, id string) (store.Record, error) {
 	keys, err := s.keys("read", id)
 	if err != nil {
-		return sqsonce.Record{}, err
+		return store.Record{}, err
 	}
 	h, err := s.c.HGetAll(ctx, keys[0]).Result()
 	if err != nil {
-		return sqsonce.Record{}, storeError("read", id, err)
+		return store.Record{}, storeError("read", id, err)
 	}
 	if len(h) == 0 {
-		return sqsonce.Record{}, fmt.Errorf("record %q: %w", id, sqsonce.ErrNotFound)
+		return store.Record{}, fmt.Errorf("record %q: %w", id, store.ErrNotFound)
 	}
 	return parseRecord(id, h)
 }
 
-// Forget implements sqsonce.Store.
-func (s *Store) Forget(ctx context.Context, rec sqsonce.Record) error {
+// Forget implements store.Store.
+func (s *Store) Forget(ctx context.Context, rec store.Record) error {
 	keys, err := s.keys("forget", rec.ID)
 	if err != nil {
 		return err
@@ -226,12 +232,12 @@ func (s *Store) Forget(ctx context.Context, rec sqsonce.Record) error {
 		if perr != nil {
 			what = perr.Error()
 		}
-		return fmt.Errorf("record %q was %s when read and is now %s: %w", rec.ID, rec, what, sqsonce.ErrRecordChanged)
+		return fmt.Errorf("record %q was %s when read and is now %s: %w", rec.ID, rec, what, store.ErrRecordChanged)
 	}
 	return nil
 }
 
-// Check implements what sqsonce.Processor.Check calls: it loads every
+// Check implements store.Checker (sqsonce's Processor.Check calls it): it loads every
 // script (so a server or an ACL that refuses scripts, or a server older
 // than 7.0, says so now rather than on the first record) and reads the
 // server's maxmemory-policy where the server lets it be read.
@@ -254,7 +260,7 @@ func (s *Store) Check(ctx context.Context) error {
 	// CONFIG: then there is nothing to read, and the docs say what to set.
 	policy, err := s.c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if err == nil && policy["maxmemory-policy"] != "" && policy["maxmemory-policy"] != "noeviction" {
-		return &sqsonce.StoreError{Op: "check", Err: fmt.Errorf("%w: maxmemory-policy is %s: under memory pressure Redis evicts records, and a lost lock or completion runs a key twice; set it to noeviction", sqsonce.ErrMisconfigured, policy["maxmemory-policy"])}
+		return &store.StoreError{Op: "check", Err: fmt.Errorf("%w: maxmemory-policy is %s: under memory pressure Redis evicts records, and a lost lock or completion runs a key twice; set it to noeviction", store.ErrMisconfigured, policy["maxmemory-policy"])}
 	}
 	return nil
 }
@@ -370,12 +376,12 @@ func parseAnswer(raw any) (answer, bool) {
 // malformed is a script's answer the store cannot read: another script
 // under the same SHA-1, or a proxy that changed the reply.
 func (s *Store) malformed(op, id string, ans answer) error {
-	return &sqsonce.StoreError{Op: op, ID: id, Err: fmt.Errorf("%w: the script answered %v, which this version of the store does not write", sqsonce.ErrMisconfigured, ans.raw)}
+	return &store.StoreError{Op: op, ID: id, Err: fmt.Errorf("%w: the script answered %v, which this version of the store does not write", store.ErrMisconfigured, ans.raw)}
 }
 
 // lost is ErrLockLost for an owner-conditional write refused by record
 // (empty: no record).
-func (s *Store) lost(op string, lease sqsonce.Lease, record map[string]string) error {
+func (s *Store) lost(op string, lease store.Lease, record map[string]string) error {
 	what := "the record is gone"
 	if len(record) > 0 {
 		if rec, err := parseRecord(lease.ID, record); err == nil {
@@ -384,19 +390,19 @@ func (s *Store) lost(op string, lease sqsonce.Lease, record map[string]string) e
 			what = err.Error()
 		}
 	}
-	return fmt.Errorf("%s %q: %w (%s)", op, lease.ID, sqsonce.ErrLockLost, what)
+	return fmt.Errorf("%s %q: %w (%s)", op, lease.ID, store.ErrLockLost, what)
 }
 
 // storeError classifies a failed call: what no retry fixes (a key of
 // another type, a script or command the server or its ACL refuses, a
-// failed login) matches sqsonce.ErrMisconfigured; the rest (no answer, a
+// failed login) matches store.ErrMisconfigured; the rest (no answer, a
 // closed connection, a server loading, read-only after a failover, out of
-// memory) matches sqsonce.ErrUnavailable.
+// memory) matches store.ErrUnavailable.
 func storeError(op, id string, err error) error {
 	if misconfigured(err) {
-		err = fmt.Errorf("%w: %w", sqsonce.ErrMisconfigured, err)
+		err = fmt.Errorf("%w: %w", store.ErrMisconfigured, err)
 	}
-	return &sqsonce.StoreError{Op: op, ID: id, Err: err}
+	return &store.StoreError{Op: op, ID: id, Err: err}
 }
 
 func misconfigured(err error) bool {
@@ -423,7 +429,7 @@ func misconfigured(err error) bool {
 // record's own expiry, so a record created again after the old one
 // expired still gets a larger fence without the clock's help.
 func fenceExpiry(recordExpireMs int64) int64 {
-	return recordExpireMs + sqsonce.FenceRetention.Milliseconds()
+	return recordExpireMs + store.FenceRetention.Milliseconds()
 }
 
 // ttlSeconds rounds up, so the key never expires before its lock, as the
@@ -434,4 +440,75 @@ func ttlSeconds(t time.Time) int64 {
 		sec++
 	}
 	return sec
+}
+
+// Locks implements store.Admin: it scans the database (every primary of a
+// Redis Cluster) for the records under prefix, page by page, and reads each
+// one, calling progress with the records looked at so far. A scan reads
+// every key: its cost is the database's size.
+func (s *Store) Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]store.Record, error) {
+	// The record's own key ends with its hash tag's "}"; its fence's key,
+	// "...}:fence", does not.
+	match := globEscape(s.prefix+"{"+prefix+"#") + "*}"
+	var (
+		mu      sync.Mutex
+		locks   []store.Record
+		scanned int
+	)
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, match, 100).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			id := strings.TrimSuffix(strings.TrimPrefix(key, s.prefix+"{"), "}")
+			fields, err := c.HGetAll(ctx, key).Result()
+			if err != nil {
+				return storeError("scan", id, err)
+			}
+			mu.Lock()
+			scanned++
+			if len(fields) > 0 && fields["status"] == string(store.StatusProcessing) {
+				rec, err := parseRecord(id, fields)
+				if err != nil {
+					// A lock the protocol did not write is still one an
+					// operator must see.
+					rec = store.Record{ID: id, Status: store.StatusProcessing, Owner: fields["owner"]}
+				}
+				locks = append(locks, rec)
+			}
+			if progress != nil {
+				progress(scanned, len(locks))
+			}
+			mu.Unlock()
+		}
+		if err := iter.Err(); err != nil {
+			return storeError("scan", prefix+"#", err)
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, s.c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if progress != nil {
+		progress(scanned, len(locks))
+	}
+	sort.SliceStable(locks, func(i, j int) bool { return locks[i].LockExpiresAt.Before(locks[j].LockExpiresAt) })
+	return locks, nil
+}
+
+// globEscape escapes what SCAN's MATCH reads as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package sqsoncetest
+package storetest
 
 import (
 	"bytes"
@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
-// TestStore is the conformance suite every sqsonce.Store must pass: the
-// rules of sqsonce.Store's documentation that the lock protocol relies on
+// TestStore is the conformance suite every store.Store must pass: the
+// rules of store.Store's documentation that the lock protocol relies on
 // (and that its Promela model checks), one subtest per rule, so that a
 // failure names the rule a store breaks. A store of your own proves itself
 // with it, from a test in its own package:
 //
 //	func TestMyStore(t *testing.T) {
-//		sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store {
+//		storetest.TestStore(t, func(t *testing.T) store.Store {
 //			return mystore.New(...) // a fresh store, or one on a shared table
 //		})
 //	}
@@ -37,6 +37,9 @@ import (
 // minute after that base, so a table whose TTL deletes expired items does
 // not disturb a rule that runs in less.
 //
+// The rules of store.Admin run where the store implements it; on one that
+// does not, they are skipped, saying so.
+//
 // The rules (subtests):
 //
 //   - AcquireNew: Acquire on no record takes the lock: fence
@@ -44,7 +47,7 @@ import (
 //     the owner, the fence, the lock's expiry (to the millisecond) and the
 //     payload hash, and is kept at least FenceRetention past the lock.
 //   - OneLiveHolder: while a lock is live (up to and including its expiry),
-//     another owner's Acquire returns a *sqsonce.HeldError matching
+//     another owner's Acquire returns a *store.HeldError matching
 //     ErrInProgress that carries the record, and changes nothing.
 //   - ConcurrentAcquire: of owners racing to acquire one key (absent, or
 //     held by an expired lock), exactly one wins.
@@ -60,7 +63,7 @@ import (
 //     repeat succeeds; after a takeover it is ErrLockLost and the new
 //     holder's record is untouched.
 //   - DedupeWindow: within the window (its last second included) Acquire
-//     returns a *sqsonce.HeldError matching ErrDuplicate carrying ExpiresAt;
+//     returns a *store.HeldError matching ErrDuplicate carrying ExpiresAt;
 //     after it, Acquire takes the record over with the next fence.
 //   - Release: owner-conditional; RELEASED, owner and fence kept; a repeat,
 //     and an absent record, succeed; another owner, a lock taken over or a
@@ -70,25 +73,30 @@ import (
 //     Owner, Fence, as the sqs-once CLI builds it) frees a live lock.
 //   - FenceGrows: the fence grows on every acquisition: after an expired
 //     lock, after a window ended, after a release, and after the record was
-//     deleted (Forget; acquired again FenceRetention later).
+//     deleted (Forget, where the store implements store.Admin; acquired
+//     again FenceRetention later).
 //   - Payload: Acquire stores the payload hash without comparing it; the
 //     HeldError's record carries it, for a lock and for a completion; a
 //     takeover replaces it, with "" too.
 //   - Read: ErrNotFound for no record; every write reads back at once.
-//   - Forget: deletes the COMPLETED record of the same owner; a record that
-//     is now a lock, released, or another owner's is ErrRecordChanged and
-//     stays; a record already gone is a success.
+//   - Forget (store.Admin): deletes the COMPLETED record of the same owner;
+//     a record that is now a lock, released, or another owner's is
+//     ErrRecordChanged and stays; a record already gone is a success.
+//   - Locks (store.Admin): lists the PROCESSING records under a prefix,
+//     live or expired, the earliest expiry first, and no other record:
+//     not a completion, a released lock, or a lock under another prefix
+//     (ids "conflocks-<random>#<name>", a prefix of the rule's own).
 //   - CancelledContext: under a cancelled context every method returns an
 //     error, not an answer about the record, and writes nothing.
 //
 // What only a store's own tests can check, since the interface cannot
 // express it: records the protocol did not write (another application's
-// item under the same id, an item edited by hand: sqsonce.RecordError), a
+// item under the same id, an item edited by hand: store.RecordError), a
 // record written without a fence (Fence 0, as versions before fencing
 // wrote them), TTL's deletion itself, a store's answers to its own faults
 // (throttling, a lost answer retried by the client), and which errors match
-// sqsonce.ErrUnavailable or sqsonce.ErrMisconfigured.
-func TestStore(t *testing.T, newStore func(t *testing.T) sqsonce.Store) {
+// store.ErrUnavailable or store.ErrMisconfigured.
+func TestStore(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
@@ -102,6 +110,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) sqsonce.Store) {
 				says: r.says,
 				tag:  randomTag(t),
 			}
+			c.admin, _ = c.s.(store.Admin)
 			r.check(c)
 		})
 	}
@@ -130,6 +139,7 @@ var rules = []rule{
 	{"Payload", "Acquire stores the payload hash and a refusal carries it", rulePayload},
 	{"Read", "Read returns the latest write", ruleRead},
 	{"Forget", "Forget deletes only the completion it read", ruleForget},
+	{"Locks", "Locks lists the prefix's locks and nothing else", ruleLocks},
 	{"CancelledContext", "a cancelled context writes nothing", ruleCancelledContext},
 	{"Result", "Complete stores the result, a refusal carries it, and a new lock drops it", ruleResult},
 }
@@ -150,7 +160,7 @@ func ruleAcquireNew(c *conf) {
 	if err != nil {
 		c.fatalf("Acquire on an id with no record failed: %v", err)
 	}
-	if want := sqsonce.FenceSeed(c.base) + 1; lease.Fence != want {
+	if want := store.FenceSeed(c.base) + 1; lease.Fence != want {
 		c.errorf("the lease's fence is %d; a new record's first fence is FenceSeed(Now)+1 = %d (the clock in milliseconds, so that it is above every fence of a record deleted before)", lease.Fence, want)
 	}
 	if lease.TookOver {
@@ -163,7 +173,7 @@ func ruleAcquireNew(c *conf) {
 		c.errorf("the lease's LockExpiresAt is %s; want the request's LockUntil %s", show(lease.LockExpiresAt), show(lockUntil))
 	}
 	rec := c.read(id, "the Acquire")
-	want := sqsonce.Record{ID: id, Status: sqsonce.StatusProcessing, Owner: a, Fence: lease.Fence,
+	want := store.Record{ID: id, Status: store.StatusProcessing, Owner: a, Fence: lease.Fence,
 		LockExpiresAt: lockUntil.Truncate(time.Millisecond), ExpiresAt: rec.ExpiresAt, PayloadHash: "hash-a"}
 	if !sameRecord(rec, want) {
 		c.errorf("the record reads back as %s; want %s (the lock's expiry kept to the millisecond)", showRecord(rec), showRecord(want))
@@ -191,10 +201,10 @@ func ruleOneLiveHolder(c *conf) {
 		if h == nil {
 			continue
 		}
-		if !errors.Is(err, sqsonce.ErrInProgress) || errors.Is(err, sqsonce.ErrDuplicate) {
-			c.errorf("owner b's Acquire %s: the HeldError matches ErrInProgress %v, ErrDuplicate %v; a live lock is in progress, not a duplicate (its Record.Status is %q)", try.what, errors.Is(err, sqsonce.ErrInProgress), errors.Is(err, sqsonce.ErrDuplicate), h.Record.Status)
+		if !errors.Is(err, store.ErrInProgress) || errors.Is(err, store.ErrDuplicate) {
+			c.errorf("owner b's Acquire %s: the HeldError matches ErrInProgress %v, ErrDuplicate %v; a live lock is in progress, not a duplicate (its Record.Status is %q)", try.what, errors.Is(err, store.ErrInProgress), errors.Is(err, store.ErrDuplicate), h.Record.Status)
 		}
-		want := sqsonce.Record{ID: id, Status: sqsonce.StatusProcessing, Owner: a, Fence: lease.Fence, LockExpiresAt: expiry}
+		want := store.Record{ID: id, Status: store.StatusProcessing, Owner: a, Fence: lease.Fence, LockExpiresAt: expiry}
 		if got := h.Record; got.ID != want.ID || got.Status != want.Status || got.Owner != want.Owner || got.Fence != want.Fence || !got.LockExpiresAt.Equal(want.LockExpiresAt) {
 			c.errorf("owner b's Acquire %s: the HeldError carries %s; want the record that refused it, %s: the caller reports who holds the key and until when", try.what, showRecord(got), showRecord(want))
 		}
@@ -210,11 +220,11 @@ func ruleConcurrentAcquire(c *conf) {
 	const racers = 8
 	// race runs racers Acquires of distinct owners at now, started together,
 	// and returns the one winner's lease.
-	race := func(round int, what string, now time.Time) (sqsonce.Lease, bool) {
+	race := func(round int, what string, now time.Time) (store.Lease, bool) {
 		var (
 			wg     sync.WaitGroup
 			start  = make(chan struct{})
-			leases [racers]sqsonce.Lease
+			leases [racers]store.Lease
 			errs   [racers]error
 		)
 		for i := range racers {
@@ -225,7 +235,7 @@ func ruleConcurrentAcquire(c *conf) {
 		}
 		close(start)
 		wg.Wait()
-		var won []sqsonce.Lease
+		var won []store.Lease
 		for i, err := range errs {
 			if err == nil {
 				won = append(won, leases[i])
@@ -233,7 +243,7 @@ func ruleConcurrentAcquire(c *conf) {
 		}
 		if len(won) != 1 {
 			c.errorf("%d owners raced to Acquire %s and %d won (%v); exactly one may: Acquire's check and write must be one atomic step", racers, what, len(won), errs)
-			return sqsonce.Lease{}, false
+			return store.Lease{}, false
 		}
 		winner := won[0]
 		for i, err := range errs {
@@ -244,7 +254,7 @@ func ruleConcurrentAcquire(c *conf) {
 				c.errorf("racer %d lost the race to Acquire %s, and its HeldError carries %s; want the winner's lock (owner %q, fence %d)", i, what, showRecord(h.Record), winner.Owner, winner.Fence)
 			}
 		}
-		if rec := c.read(id, "the race "+what); rec.Owner != winner.Owner || rec.Fence != winner.Fence || rec.Status != sqsonce.StatusProcessing {
+		if rec := c.read(id, "the race "+what); rec.Owner != winner.Owner || rec.Fence != winner.Fence || rec.Status != store.StatusProcessing {
 			c.errorf("after the race to Acquire %s the record is %s; want the winner's lock (owner %q, fence %d)", what, showRecord(rec), winner.Owner, winner.Fence)
 		}
 		return winner, true
@@ -274,7 +284,7 @@ func ruleTakeoverAfterExpiry(c *conf) {
 		c.errorf("the takeover's fence is %d; want the expired lock's %d plus one", lease.Fence, first.Fence)
 	}
 	rec := c.read(id, "the takeover")
-	if rec.Status != sqsonce.StatusProcessing || rec.Owner != b || rec.Fence != lease.Fence || !rec.LockExpiresAt.Equal(now.Add(lockFor)) {
+	if rec.Status != store.StatusProcessing || rec.Owner != b || rec.Fence != lease.Fence || !rec.LockExpiresAt.Equal(now.Add(lockFor)) {
 		c.errorf("after the takeover the record is %s; want owner b's lock (PROCESSING, owner %q, fence %d, lockExpiresAt %s)", showRecord(rec), b, lease.Fence, show(now.Add(lockFor)))
 	}
 }
@@ -309,7 +319,7 @@ func ruleRenew(c *conf) {
 		c.errorf("Renew returned the lease %+v; want the same lease (owner %q, fence %d) with LockExpiresAt %s", renewed, a, lease.Fence, show(until))
 	}
 	rec := c.read(id, "Renew")
-	if rec.Status != sqsonce.StatusProcessing || rec.Owner != a || rec.Fence != lease.Fence || !rec.LockExpiresAt.Equal(until.Truncate(time.Millisecond)) {
+	if rec.Status != store.StatusProcessing || rec.Owner != a || rec.Fence != lease.Fence || !rec.LockExpiresAt.Equal(until.Truncate(time.Millisecond)) {
 		c.errorf("after Renew the record is %s; want owner a's lock with fence %d until %s", showRecord(rec), lease.Fence, show(until.Truncate(time.Millisecond)))
 	}
 	if !retained(rec.ExpiresAt, until) {
@@ -320,7 +330,7 @@ func ruleRenew(c *conf) {
 	}
 	c.wantUnchanged(id, rec, "a repeat of an applied Renew")
 
-	other := sqsonce.Lease{ID: id, Owner: b, Fence: lease.Fence}
+	other := store.Lease{ID: id, Owner: b, Fence: lease.Fence}
 	c.wantLost(c.renewErr(other, c.at(time.Hour)), "Renew with another owner's lease")
 	c.wantUnchanged(id, rec, "a Renew with another owner's lease")
 
@@ -351,7 +361,7 @@ func ruleRenew(c *conf) {
 	c.wantUnchanged(id4, released, "Renew of a RELEASED record")
 
 	id5 := c.id("absent")
-	c.wantLost(c.renewErr(sqsonce.Lease{ID: id5, Owner: a, Fence: 1}, c.at(time.Hour)), "Renew of a record that does not exist")
+	c.wantLost(c.renewErr(store.Lease{ID: id5, Owner: a, Fence: 1}, c.at(time.Hour)), "Renew of a record that does not exist")
 	c.wantGone(id5, "a Renew of a record that does not exist (it must not create one)")
 }
 
@@ -363,7 +373,7 @@ func ruleComplete(c *conf) {
 		c.fatalf("the owner's Complete of its live lock failed: %v", err)
 	}
 	rec := c.read(id, "Complete")
-	want := sqsonce.Record{ID: id, Status: sqsonce.StatusCompleted, Owner: a, Fence: lease.Fence,
+	want := store.Record{ID: id, Status: store.StatusCompleted, Owner: a, Fence: lease.Fence,
 		LockExpiresAt: rec.LockExpiresAt, ExpiresAt: time.Unix(until.Unix(), 0), PayloadHash: "hash-a"}
 	if !sameRecord(rec, want) {
 		c.errorf("after Complete the record is %s; want %s: COMPLETED, owner, fence and payload hash kept, ExpiresAt the window's end in whole seconds (until.Unix())", showRecord(rec), showRecord(want))
@@ -384,11 +394,11 @@ func ruleComplete(c *conf) {
 	id3 := c.id("other")
 	c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
 	live := c.read(id3, "owner a's Acquire")
-	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id3, Owner: b, Fence: live.Fence}, c.at(windowFor), nil), "Complete with another owner's lease")
+	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id3, Owner: b, Fence: live.Fence}, c.at(windowFor), nil), "Complete with another owner's lease")
 	c.wantUnchanged(id3, live, "a Complete with another owner's lease")
 
 	id4 := c.id("absent")
-	c.wantLost(c.s.Complete(c.ctx, sqsonce.Lease{ID: id4, Owner: a, Fence: 1}, c.at(windowFor), nil), "Complete of a record that does not exist")
+	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id4, Owner: a, Fence: 1}, c.at(windowFor), nil), "Complete of a record that does not exist")
 	c.wantGone(id4, "a Complete of a record that does not exist (it must not create one)")
 }
 
@@ -412,10 +422,10 @@ func ruleDedupeWindow(c *conf) {
 		if h == nil {
 			continue
 		}
-		if !errors.Is(err, sqsonce.ErrDuplicate) || errors.Is(err, sqsonce.ErrInProgress) {
-			c.errorf("owner b's Acquire %s: the HeldError matches ErrDuplicate %v, ErrInProgress %v; a completed key is a duplicate (its Record.Status is %q)", try.what, errors.Is(err, sqsonce.ErrDuplicate), errors.Is(err, sqsonce.ErrInProgress), h.Record.Status)
+		if !errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrInProgress) {
+			c.errorf("owner b's Acquire %s: the HeldError matches ErrDuplicate %v, ErrInProgress %v; a completed key is a duplicate (its Record.Status is %q)", try.what, errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrInProgress), h.Record.Status)
 		}
-		if got := h.Record; got.ID != id || got.Status != sqsonce.StatusCompleted || got.Owner != a || got.Fence != lease.Fence || !got.ExpiresAt.Equal(end) {
+		if got := h.Record; got.ID != id || got.Status != store.StatusCompleted || got.Owner != a || got.Fence != lease.Fence || !got.ExpiresAt.Equal(end) {
 			c.errorf("owner b's Acquire %s: the HeldError carries %s; want the completion (COMPLETED, owner %q, fence %d, expiresAt %s)", try.what, showRecord(got), a, lease.Fence, show(end))
 		}
 		if !h.Until().Equal(end) {
@@ -441,7 +451,7 @@ func ruleRelease(c *conf) {
 		c.fatalf("the owner's Release of its live lock failed: %v", err)
 	}
 	rec := c.read(id, "Release")
-	if rec.Status != sqsonce.StatusReleased || rec.Owner != a || rec.Fence != lease.Fence {
+	if rec.Status != store.StatusReleased || rec.Owner != a || rec.Fence != lease.Fence {
 		c.errorf("after Release the record is %s; want RELEASED with owner %q and fence %d kept (the record stays so that the fence keeps growing)", showRecord(rec), a, lease.Fence)
 	}
 	if !retained(rec.ExpiresAt, now) {
@@ -462,7 +472,7 @@ func ruleRelease(c *conf) {
 		c.errorf("the Acquire after a Release has fence %d, TookOver %v; want fence %d (one more) and TookOver false (nothing was taken over)", next.Fence, next.TookOver, lease.Fence+1)
 	}
 	held := c.read(id, "owner b's Acquire")
-	c.wantLost(c.s.Release(c.ctx, sqsonce.Lease{ID: id, Owner: x, Fence: next.Fence}, later), "Release with another owner's lease")
+	c.wantLost(c.s.Release(c.ctx, store.Lease{ID: id, Owner: x, Fence: next.Fence}, later), "Release with another owner's lease")
 	c.wantUnchanged(id, held, "a Release with another owner's lease")
 	c.wantLost(c.s.Release(c.ctx, lease, later), "owner a's Release again, after owner b acquired the record")
 	c.wantUnchanged(id, held, "owner a's Release after owner b acquired the record")
@@ -484,7 +494,7 @@ func ruleRelease(c *conf) {
 	c.wantUnchanged(id3, completed, "a Release of a COMPLETED record")
 
 	id4 := c.id("absent")
-	if err := c.s.Release(c.ctx, sqsonce.Lease{ID: id4, Owner: a, Fence: 1}, c.base); err != nil {
+	if err := c.s.Release(c.ctx, store.Lease{ID: id4, Owner: a, Fence: 1}, c.base); err != nil {
 		c.errorf("Release of a record that does not exist failed: %v; a record gone (deleted, or this call's own applied attempt) is a success: the key is free", err)
 	}
 	c.wantGone(id4, "a Release of a record that does not exist (it must not create one)")
@@ -495,12 +505,12 @@ func ruleOperatorRelease(c *conf) {
 	c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(time.Hour)))
 	rec := c.read(id, "owner a's Acquire")
 	// What the sqs-once CLI's release builds from the record it read.
-	lease := sqsonce.Lease{ID: rec.ID, Owner: rec.Owner, Fence: rec.Fence}
+	lease := store.Lease{ID: rec.ID, Owner: rec.Owner, Fence: rec.Fence}
 	now := c.at(time.Second)
 	if err := c.s.Release(c.ctx, lease, now); err != nil {
 		c.fatalf("Release with a Lease built from the Read record (ID, Owner, Fence) failed on a live lock: %v; the operator's release has only what Read returns", err)
 	}
-	if got := c.read(id, "the operator's release"); got.Status != sqsonce.StatusReleased || got.Fence != rec.Fence {
+	if got := c.read(id, "the operator's release"); got.Status != store.StatusReleased || got.Fence != rec.Fence {
 		c.errorf("after the operator's release the record is %s; want RELEASED with fence %d", showRecord(got), rec.Fence)
 	}
 	next, err := c.acquire(c.req(id, b, "", now, now.Add(lockFor)))
@@ -514,7 +524,7 @@ func ruleFenceGrows(c *conf) {
 	var fences []int64
 	// step acquires at now; onRecord: the record exists, so its fence goes
 	// on from the record's by one.
-	step := func(what, owner string, now time.Time, onRecord, tookOver bool) sqsonce.Lease {
+	step := func(what, owner string, now time.Time, onRecord, tookOver bool) store.Lease {
 		c.t.Helper()
 		lease := c.mustAcquire(what, c.req(id, c.owner(owner), "", now, now.Add(lockFor)))
 		if len(fences) > 0 && lease.Fence <= slices.Max(fences) {
@@ -533,7 +543,7 @@ func ruleFenceGrows(c *conf) {
 		return lease
 	}
 	first := step("the first Acquire", "a", c.base, false, false)
-	if want := sqsonce.FenceSeed(c.base) + 1; first.Fence != want {
+	if want := store.FenceSeed(c.base) + 1; first.Fence != want {
 		c.errorf("the first Acquire: fence %d, want FenceSeed(Now)+1 = %d", first.Fence, want)
 	}
 	expired := c.read(id, "the first Acquire").LockExpiresAt
@@ -545,14 +555,18 @@ func ruleFenceGrows(c *conf) {
 	c.must(c.s.Release(c.ctx, after, now), "Release")
 	last := step("Acquire after a release", "d", now, true, false)
 	c.must(c.s.Complete(c.ctx, last, now.Add(windowFor), nil), "Complete")
-	c.must(c.s.Forget(c.ctx, c.read(id, "Complete")), "Forget")
+	if c.admin == nil {
+		c.t.Log("the fence after a deletion is not checked: the store has no store.Admin, so nothing deletes its record")
+		return
+	}
+	c.must(c.admin.Forget(c.ctx, c.read(id, "Complete")), "Forget")
 	c.wantGone(id, "Forget")
 	// TTL deletes a lock's record FenceRetention after the lock, a
 	// completion at its window's end; a new record's fence starts from the
 	// clock then, above every fence of the old one.
-	later := c.at(sqsonce.FenceRetention)
+	later := c.at(store.FenceRetention)
 	fresh := step("Acquire after the record was deleted", "e", later, false, false)
-	if want := sqsonce.FenceSeed(later) + 1; fresh.Fence != want {
+	if want := store.FenceSeed(later) + 1; fresh.Fence != want {
 		c.errorf("Acquire after the record was deleted: fence %d, want FenceSeed(Now)+1 = %d (a record created again starts from the clock)", fresh.Fence, want)
 	}
 }
@@ -589,12 +603,12 @@ func rulePayload(c *conf) {
 
 func ruleRead(c *conf) {
 	id, a := c.id("k"), c.owner("a")
-	if rec, err := c.s.Read(c.ctx, id); !errors.Is(err, sqsonce.ErrNotFound) {
+	if rec, err := c.s.Read(c.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		c.errorf("Read of an id with no record returned %s, error %v; want an error matching ErrNotFound", showRecord(rec), err)
 	}
 	lock := c.at(lockFor)
 	lease := c.mustAcquire("Acquire", c.req(id, a, "hash-a", c.base, lock))
-	want := sqsonce.Record{ID: id, Status: sqsonce.StatusProcessing, Owner: a, Fence: lease.Fence, LockExpiresAt: lock, PayloadHash: "hash-a"}
+	want := store.Record{ID: id, Status: store.StatusProcessing, Owner: a, Fence: lease.Fence, LockExpiresAt: lock, PayloadHash: "hash-a"}
 	if rec := c.read(id, "Acquire"); !sameRecord(rec, withExpires(want, rec)) {
 		c.errorf("Read after Acquire returned %s; want %s", showRecord(rec), showRecord(want))
 	}
@@ -611,21 +625,22 @@ func ruleRead(c *conf) {
 	}
 	until := c.at(windowFor)
 	c.must(c.s.Complete(c.ctx, lease, until, nil), "Complete")
-	if rec := c.read(id, "Complete"); rec.Status != sqsonce.StatusCompleted || !rec.ExpiresAt.Equal(time.Unix(until.Unix(), 0)) {
+	if rec := c.read(id, "Complete"); rec.Status != store.StatusCompleted || !rec.ExpiresAt.Equal(time.Unix(until.Unix(), 0)) {
 		c.errorf("Read after Complete returned %s; want the COMPLETED record until %s: Read must return the latest write", showRecord(rec), show(time.Unix(until.Unix(), 0)))
 	}
 }
 
 func ruleForget(c *conf) {
+	c.needAdmin()
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
 	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor), nil), "Complete")
 	done := c.read(id, "Complete")
-	if err := c.s.Forget(c.ctx, done); err != nil {
+	if err := c.admin.Forget(c.ctx, done); err != nil {
 		c.fatalf("Forget of the COMPLETED record just read failed: %v", err)
 	}
 	c.wantGone(id, "Forget of the COMPLETED record")
-	if err := c.s.Forget(c.ctx, done); err != nil {
+	if err := c.admin.Forget(c.ctx, done); err != nil {
 		c.errorf("Forget of a record already gone failed: %v; it is a success (this call's own applied attempt, or another operator's): the key is forgotten", err)
 	}
 
@@ -633,7 +648,7 @@ func ruleForget(c *conf) {
 	id2 := c.id("live")
 	c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
 	live := c.read(id2, "owner a's Acquire")
-	c.wantChanged(c.s.Forget(c.ctx, live), "Forget of a live PROCESSING lock (not a completion)")
+	c.wantChanged(c.admin.Forget(c.ctx, live), "Forget of a live PROCESSING lock (not a completion)")
 	c.wantUnchanged(id2, live, "a refused Forget of a live lock")
 
 	// A released lock: deleting it would lose its fence.
@@ -641,7 +656,7 @@ func ruleForget(c *conf) {
 	rel := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
 	c.must(c.s.Release(c.ctx, rel, c.base), "Release")
 	released := c.read(id3, "Release")
-	c.wantChanged(c.s.Forget(c.ctx, released), "Forget of a RELEASED record (not a completion)")
+	c.wantChanged(c.admin.Forget(c.ctx, released), "Forget of a RELEASED record (not a completion)")
 	c.wantUnchanged(id3, released, "a refused Forget of a RELEASED record")
 
 	// The completion read, then taken over and completed again by another
@@ -653,11 +668,11 @@ func ruleForget(c *conf) {
 	now := seen.ExpiresAt.Add(time.Second)
 	second := c.mustAcquire("owner b's Acquire after the window ended", c.req(id4, b, "", now, now.Add(lockFor)))
 	taken := c.read(id4, "owner b's Acquire")
-	c.wantChanged(c.s.Forget(c.ctx, seen), "Forget of a completion since taken over by another owner's lock")
+	c.wantChanged(c.admin.Forget(c.ctx, seen), "Forget of a completion since taken over by another owner's lock")
 	c.wantUnchanged(id4, taken, "a refused Forget of a record now another owner's lock")
 	c.must(c.s.Complete(c.ctx, second, now.Add(windowFor), nil), "owner b's Complete")
 	again := c.read(id4, "owner b's Complete")
-	c.wantChanged(c.s.Forget(c.ctx, seen), "Forget of owner a's completion, the record now owner b's completion")
+	c.wantChanged(c.admin.Forget(c.ctx, seen), "Forget of owner a's completion, the record now owner b's completion")
 	c.wantUnchanged(id4, again, "a refused Forget of a record now another owner's completion")
 }
 
@@ -693,7 +708,13 @@ func ruleCancelledContext(c *conf) {
 		{"Complete", id, func() error { return c.s.Complete(ctx, lease, c.at(windowFor), nil) }},
 		{"Release", id, func() error { return c.s.Release(ctx, lease, c.base) }},
 		{"Read", id, func() error { _, err := c.s.Read(ctx, id); return err }},
-		{"Forget", idDone, func() error { return c.s.Forget(ctx, completed) }},
+	}
+	if c.admin != nil {
+		calls = append(calls, struct {
+			what string
+			id   string
+			call func() error
+		}{"Forget", idDone, func() error { return c.admin.Forget(ctx, completed) }})
 	}
 	for _, call := range calls {
 		err := call.call()
@@ -717,20 +738,69 @@ func ruleCancelledContext(c *conf) {
 // refusal reports whether err is one of the answers a store gives about
 // the record.
 func refusal(err error) bool {
-	var held *sqsonce.HeldError
-	return errors.As(err, &held) || errors.Is(err, sqsonce.ErrLockLost) || errors.Is(err, sqsonce.ErrNotFound) ||
-		errors.Is(err, sqsonce.ErrRecordChanged) || errors.Is(err, sqsonce.ErrDuplicate) || errors.Is(err, sqsonce.ErrInProgress)
+	var held *store.HeldError
+	return errors.As(err, &held) || errors.Is(err, store.ErrLockLost) || errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrRecordChanged) || errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrInProgress)
 }
 
 // conf is one rule's run: its store, clock and ids.
 type conf struct {
-	t    *testing.T
-	s    sqsonce.Store
-	ctx  context.Context
-	base time.Time
-	rule string
-	says string
-	tag  string
+	t *testing.T
+	s store.Store
+	// admin is s as a store.Admin, nil when it is not one.
+	admin store.Admin
+	ctx   context.Context
+	base  time.Time
+	rule  string
+	says  string
+	tag   string
+}
+
+// needAdmin skips a rule of store.Admin on a store that is not one.
+func (c *conf) needAdmin() {
+	c.t.Helper()
+	if c.admin == nil {
+		c.t.Skipf("%T does not implement store.Admin: its rules do not apply", c.s)
+	}
+}
+
+func ruleLocks(c *conf) {
+	c.needAdmin()
+	prefix := "conflocks-" + c.tag
+	id := func(name string) string { return prefix + "#" + name }
+	a, b := c.owner("a"), c.owner("b")
+	// Two locks, the later-acquired one expiring first, and one expired.
+	late := c.mustAcquire("Acquire of the late lock", c.req(id("late"), a, "", c.base, c.at(2*lockFor)))
+	early := c.mustAcquire("Acquire of the early lock", c.req(id("early"), b, "", c.base, c.at(lockFor)))
+	expired := c.mustAcquire("Acquire of the expired lock", c.req(id("expired"), a, "", c.at(-2*lockFor), c.at(-lockFor)))
+	done := c.mustAcquire("Acquire of the completed key", c.req(id("done"), a, "", c.base, c.at(lockFor)))
+	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
+	rel := c.mustAcquire("Acquire of the released key", c.req(id("released"), a, "", c.base, c.at(lockFor)))
+	c.must(c.s.Release(c.ctx, rel, c.base), "Release")
+	// A prefix that starts with this one is another prefix.
+	c.mustAcquire("Acquire under a longer prefix", c.req(prefix+"x#other", a, "", c.base, c.at(lockFor)))
+
+	calls, lastFound := 0, -1
+	locks, err := c.admin.Locks(c.ctx, prefix, func(scanned, found int) { calls, lastFound = calls+1, found })
+	if err != nil {
+		c.fatalf("Locks(%q) failed: %v", prefix, err)
+	}
+	var got []string
+	for _, rec := range locks {
+		got = append(got, rec.ID)
+	}
+	want := []string{expired.ID, early.ID, late.ID}
+	if !slices.Equal(got, want) {
+		c.errorf("Locks(%q) listed %v; want the PROCESSING records under the prefix, earliest expiry first, %v (no completion, no released lock, no other prefix's lock)", prefix, got, want)
+	}
+	for _, rec := range locks {
+		if read := c.read(rec.ID, "Locks"); !sameRecord(rec, read) {
+			c.errorf("Locks listed %s; Read returns %s: want the same record", showRecord(rec), showRecord(read))
+		}
+	}
+	if calls == 0 || lastFound != len(locks) {
+		c.errorf("Locks called progress %d times, last with %d found; want at least once, last with the %d locks listed", calls, lastFound, len(locks))
+	}
 }
 
 func (c *conf) errorf(format string, args ...any) {
@@ -752,21 +822,21 @@ func (c *conf) owner(name string) string { return "conf-" + name + "-" + c.tag }
 // at is the rule's base time plus d.
 func (c *conf) at(d time.Duration) time.Time { return c.base.Add(d) }
 
-func (c *conf) req(id, owner, hash string, now, lockUntil time.Time) sqsonce.AcquireRequest {
-	return sqsonce.AcquireRequest{ID: id, Owner: owner, PayloadHash: hash, Now: now, LockUntil: lockUntil}
+func (c *conf) req(id, owner, hash string, now, lockUntil time.Time) store.AcquireRequest {
+	return store.AcquireRequest{ID: id, Owner: owner, PayloadHash: hash, Now: now, LockUntil: lockUntil}
 }
 
-func (c *conf) acquire(req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+func (c *conf) acquire(req store.AcquireRequest) (store.Lease, error) {
 	return c.s.Acquire(c.ctx, req)
 }
 
-func (c *conf) renewErr(lease sqsonce.Lease, until time.Time) error {
+func (c *conf) renewErr(lease store.Lease, until time.Time) error {
 	_, err := c.s.Renew(c.ctx, lease, until)
 	return err
 }
 
 // mustAcquire is a step the rule builds on; what says which.
-func (c *conf) mustAcquire(what string, req sqsonce.AcquireRequest) sqsonce.Lease {
+func (c *conf) mustAcquire(what string, req store.AcquireRequest) store.Lease {
 	c.t.Helper()
 	lease, err := c.acquire(req)
 	if err != nil {
@@ -784,7 +854,7 @@ func (c *conf) must(err error, what string) {
 }
 
 // read is the record under id, after what.
-func (c *conf) read(id, after string) sqsonce.Record {
+func (c *conf) read(id, after string) store.Record {
 	c.t.Helper()
 	rec, err := c.s.Read(c.ctx, id)
 	if err != nil {
@@ -795,12 +865,12 @@ func (c *conf) read(id, after string) sqsonce.Record {
 
 func (c *conf) wantGone(id, after string) {
 	c.t.Helper()
-	if rec, err := c.s.Read(c.ctx, id); !errors.Is(err, sqsonce.ErrNotFound) {
+	if rec, err := c.s.Read(c.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		c.errorf("after %s, Read of %q returned %s, error %v; want no record (ErrNotFound)", after, id, showRecord(rec), err)
 	}
 }
 
-func (c *conf) wantUnchanged(id string, before sqsonce.Record, after string) {
+func (c *conf) wantUnchanged(id string, before store.Record, after string) {
 	c.t.Helper()
 	rec, err := c.s.Read(c.ctx, id)
 	if err != nil {
@@ -812,11 +882,11 @@ func (c *conf) wantUnchanged(id string, before sqsonce.Record, after string) {
 	}
 }
 
-func (c *conf) wantHeld(err error, what string) *sqsonce.HeldError {
+func (c *conf) wantHeld(err error, what string) *store.HeldError {
 	c.t.Helper()
-	var held *sqsonce.HeldError
+	var held *store.HeldError
 	if !errors.As(err, &held) {
-		c.errorf("%s returned %v; want a *sqsonce.HeldError carrying the record that refused it (the caller reads status, owner, fence, expiry and payload hash from it)", what, errOrSuccess(err))
+		c.errorf("%s returned %v; want a *store.HeldError carrying the record that refused it (the caller reads status, owner, fence, expiry and payload hash from it)", what, errOrSuccess(err))
 		return nil
 	}
 	return held
@@ -824,14 +894,14 @@ func (c *conf) wantHeld(err error, what string) *sqsonce.HeldError {
 
 func (c *conf) wantLost(err error, what string) {
 	c.t.Helper()
-	if !errors.Is(err, sqsonce.ErrLockLost) {
+	if !errors.Is(err, store.ErrLockLost) {
 		c.errorf("%s returned %v; want an error matching ErrLockLost: only the lease's own lock may be written", what, errOrSuccess(err))
 	}
 }
 
 func (c *conf) wantChanged(err error, what string) {
 	c.t.Helper()
-	if !errors.Is(err, sqsonce.ErrRecordChanged) {
+	if !errors.Is(err, store.ErrRecordChanged) {
 		c.errorf("%s returned %v; want an error matching ErrRecordChanged: Forget deletes only the COMPLETED record of the owner that was read", what, errOrSuccess(err))
 	}
 }
@@ -847,17 +917,17 @@ func errOrSuccess(err error) any {
 // outlives its lock, which ends at lockEnd, by FenceRetention: to the
 // second, which is what TTL keeps; zero is never.
 func retained(expiresAt, lockEnd time.Time) bool {
-	return expiresAt.IsZero() || !expiresAt.Before(lockEnd.Add(sqsonce.FenceRetention).Truncate(time.Second))
+	return expiresAt.IsZero() || !expiresAt.Before(lockEnd.Add(store.FenceRetention).Truncate(time.Second))
 }
 
-func sameRecord(a, b sqsonce.Record) bool {
+func sameRecord(a, b store.Record) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.Owner == b.Owner && a.Fence == b.Fence &&
 		a.LockExpiresAt.Equal(b.LockExpiresAt) && a.ExpiresAt.Equal(b.ExpiresAt) && a.PayloadHash == b.PayloadHash
 }
 
 // withExpires is want with got's ExpiresAt, for a comparison that leaves
 // the TTL to its own check.
-func withExpires(want, got sqsonce.Record) sqsonce.Record {
+func withExpires(want, got store.Record) store.Record {
 	want.ExpiresAt = got.ExpiresAt
 	return want
 }
@@ -869,7 +939,7 @@ func show(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-func showRecord(rec sqsonce.Record) string {
+func showRecord(rec store.Record) string {
 	return fmt.Sprintf("{id %q %s owner %q fence %d lockExpiresAt %s expiresAt %s payloadHash %q}",
 		rec.ID, rec.Status, rec.Owner, rec.Fence, show(rec.LockExpiresAt), show(rec.ExpiresAt), rec.PayloadHash)
 }
@@ -926,11 +996,11 @@ func ruleResult(c *conf) {
 	}
 
 	// The largest result the library stores fits.
-	big := bytes.Repeat([]byte("r"), sqsonce.MaxResultSize)
+	big := bytes.Repeat([]byte("r"), store.MaxResultSize)
 	id2 := c.id("max")
 	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
 	if err := c.s.Complete(c.ctx, l2, until, big); err != nil {
-		c.errorf("Complete with a result of MaxResultSize (%d) bytes: %v; the store must hold it", sqsonce.MaxResultSize, err)
+		c.errorf("Complete with a result of MaxResultSize (%d) bytes: %v; the store must hold it", store.MaxResultSize, err)
 	} else if rec := c.read(id2, "Complete with the largest result"); !bytes.Equal(rec.Result, big) {
 		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))
 	}

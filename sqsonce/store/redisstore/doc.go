@@ -1,4 +1,4 @@
-// Package redisstore is the sqsonce.Store on Redis (7.0 or later) or
+// Package redisstore is the store.Store on Redis (7.0 or later) or
 // Valkey (7.2 or later): a lock record per key as a hash, every write one
 // Lua script, the dedupe window and the lock's retention as key expiries.
 //
@@ -53,11 +53,11 @@
 // # Errors
 //
 // A server that does not answer, a dropped connection, a server loading or
-// read-only after a failover, or out of memory give a *sqsonce.StoreError
-// matching sqsonce.ErrUnavailable. A key of another type (WRONGTYPE), a
+// read-only after a failover, or out of memory give a *store.StoreError
+// matching store.ErrUnavailable. A key of another type (WRONGTYPE), a
 // script or command the server or its ACL refuses, or a failed login give
-// one matching sqsonce.ErrMisconfigured; a hash at the key without the
-// fields the protocol writes is a *sqsonce.RecordError.
+// one matching store.ErrMisconfigured; a hash at the key without the
+// fields the protocol writes is a *store.RecordError.
 //
 // # Durability
 //

@@ -5,17 +5,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // parseRecord reads a record's hash, refusing one the protocol did not
-// write (a field missing or not a number) with a *sqsonce.RecordError, and
+// write (a field missing or not a number) with a *store.RecordError, and
 // the record as far as it could be read, so that an operator still sees
 // it.
-func parseRecord(id string, h map[string]string) (sqsonce.Record, error) {
-	rec := sqsonce.Record{
+func parseRecord(id string, h map[string]string) (store.Record, error) {
+	rec := store.Record{
 		ID:          id,
-		Status:      sqsonce.Status(h[fieldStatus]),
+		Status:      store.Status(h[fieldStatus]),
 		Owner:       h[fieldOwner],
 		PayloadHash: h[fieldPayloadHash],
 	}
@@ -24,8 +24,8 @@ func parseRecord(id string, h map[string]string) (sqsonce.Record, error) {
 		// not nil.
 		rec.Result = []byte(v)
 	}
-	bad := func(format string, args ...any) (sqsonce.Record, error) {
-		return rec, &sqsonce.RecordError{ID: id, Problem: fmt.Sprintf(format, args...)}
+	bad := func(format string, args ...any) (store.Record, error) {
+		return rec, &store.RecordError{ID: id, Problem: fmt.Sprintf(format, args...)}
 	}
 	fence, err := strconv.ParseInt(h[fieldFence], 10, 64)
 	if err != nil {
@@ -41,15 +41,15 @@ func parseRecord(id string, h map[string]string) (sqsonce.Record, error) {
 		return bad("the hash has no %s", fieldOwner)
 	}
 	switch rec.Status {
-	case sqsonce.StatusProcessing:
+	case store.StatusProcessing:
 		lock, err := strconv.ParseInt(h[fieldLockExpiresAt], 10, 64)
 		if err != nil {
 			return bad("a %s record without a numeric %s (%q)", rec.Status, fieldLockExpiresAt, h[fieldLockExpiresAt])
 		}
 		rec.LockExpiresAt = time.UnixMilli(lock)
-	case sqsonce.StatusCompleted, sqsonce.StatusReleased:
+	case store.StatusCompleted, store.StatusReleased:
 	default:
-		return bad("%s is %q, not %s, %s or %s", fieldStatus, rec.Status, sqsonce.StatusProcessing, sqsonce.StatusCompleted, sqsonce.StatusReleased)
+		return bad("%s is %q, not %s, %s or %s", fieldStatus, rec.Status, store.StatusProcessing, store.StatusCompleted, store.StatusReleased)
 	}
 	return rec, nil
 }

@@ -1,4 +1,4 @@
-package sqsonce
+package dynamostore
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The table's schema: the one place it is declared. The partition key is
@@ -36,40 +37,52 @@ const (
 	attrResult = "result"
 )
 
-// DynamoDBAPI is the part of the DynamoDB client the store uses.
-// *dynamodb.Client implements it.
-type DynamoDBAPI interface {
+// API is the part of the DynamoDB client the store's hot path uses (the
+// lock's calls). *dynamodb.Client implements it, and AdminAPI too.
+type API interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// AdminAPI is what the store's store.Admin methods (Forget, Locks) need of
+// the client beyond API: calls the processor never makes, so a fake or a
+// wrapper of the client for the hot path need not have them. Forget and
+// Locks assert it of the client given to New.
+type AdminAPI interface {
+	API
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
-var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+var _ AdminAPI = (*dynamodb.Client)(nil)
 
-// DynamoDBStore is the Store on a DynamoDB table: partition key "id"
+// Store is the store.Store on a DynamoDB table: partition key "id"
 // (String), TTL on "expiresAt". Every operation is one conditional call. A
 // refused write reads the record it was refused by from the refusal
 // (ReturnValuesOnConditionCheckFailure); only where the table does not
 // return it (DynamoDB Local before 2.2 and other DynamoDB-compatible stores)
 // does one strongly consistent GetItem read it, on that path alone.
-type DynamoDBStore struct {
-	api   DynamoDBAPI
+type Store struct {
+	api   API
 	table string
 }
 
-var _ Store = (*DynamoDBStore)(nil)
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Admin   = (*Store)(nil)
+	_ store.Checker = (*Store)(nil)
+)
 
-// NewDynamoDBStore returns the Store on table through api.
-func NewDynamoDBStore(api DynamoDBAPI, table string) *DynamoDBStore {
-	return &DynamoDBStore{api: api, table: table}
+// New returns the store on table through api.
+func New(api API, table string) *Store {
+	return &Store{api: api, table: table}
 }
 
 // Table is the table's name.
-func (s *DynamoDBStore) Table() string { return s.table }
+func (s *Store) Table() string { return s.table }
 
-// Acquire implements Store.
-func (s *DynamoDBStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+// Acquire implements store.Store.
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	// A second attempt only where the table returned no item with its
 	// refusal and the record read after it no longer blocks: it was
 	// released, expired or deleted in between.
@@ -82,18 +95,18 @@ func (s *DynamoDBStore) Acquire(ctx context.Context, req AcquireRequest) (Lease,
 			// Not in progress: nobody may hold the key, and a message
 			// dropped as in progress (IN_PROGRESS=drop) would be lost. The
 			// caller retries later.
-			return Lease{}, &StoreError{Op: "acquire", ID: req.ID, Err: errors.New("refused twice, and the record read after each refusal does not hold the key: it changes under concurrent writers")}
+			return store.Lease{}, &store.StoreError{Op: "acquire", ID: req.ID, Err: errors.New("refused twice, and the record read after each refusal does not hold the key: it changes under concurrent writers")}
 		}
 	}
 }
 
 // acquire is one attempt of Acquire; retry says the refusal was not
 // explained by the record read after it.
-func (s *DynamoDBStore) acquire(ctx context.Context, req AcquireRequest) (_ Lease, retry bool, _ error) {
-	lease := Lease{ID: req.ID, Owner: req.Owner, LockExpiresAt: req.LockUntil}
+func (s *Store) acquire(ctx context.Context, req store.AcquireRequest) (_ store.Lease, retry bool, _ error) {
+	lease := store.Lease{ID: req.ID, Owner: req.Owner, LockExpiresAt: req.LockUntil}
 	expr, err := acquireExpression(req)
 	if err != nil {
-		return Lease{}, false, err
+		return store.Lease{}, false, err
 	}
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
@@ -109,28 +122,28 @@ func (s *DynamoDBStore) acquire(ctx context.Context, req AcquireRequest) (_ Leas
 		rec, exists, err := s.refusal(ctx, "acquire", req.ID, err)
 		switch {
 		case err != nil:
-			return Lease{}, false, err
-		case exists && rec.Status == StatusProcessing && rec.Owner == req.Owner:
+			return store.Lease{}, false, err
+		case exists && rec.Status == store.StatusProcessing && rec.Owner == req.Owner:
 			// Our own attempt, applied and retried: it already added one.
 			lease.Fence = rec.Fence
 			return lease, false, nil
 		case !exists || !rec.Blocks(req.Now):
-			return Lease{}, true, nil
+			return store.Lease{}, true, nil
 		}
-		return Lease{}, false, &HeldError{Record: rec}
+		return store.Lease{}, false, &store.HeldError{Record: rec}
 	}
-	lease.TookOver = len(out.Attributes) > 0 && Status(stringAttr(out.Attributes, AttrStatus)) != StatusReleased
+	lease.TookOver = len(out.Attributes) > 0 && store.Status(stringAttr(out.Attributes, AttrStatus)) != store.StatusReleased
 	if old, ok := numberAttrOK(out.Attributes, attrFence); ok {
 		lease.Fence = old + 1
 	} else {
-		lease.Fence = FenceSeed(req.Now) + 1
+		lease.Fence = store.FenceSeed(req.Now) + 1
 	}
 	return lease, false, nil
 }
 
-// Renew implements Store. A repeat of an applied renewal passes its
+// Renew implements store.Store. A repeat of an applied renewal passes its
 // condition again: it sets the same expiry.
-func (s *DynamoDBStore) Renew(ctx context.Context, lease Lease, lockUntil time.Time) (Lease, error) {
+func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Time) (store.Lease, error) {
 	if err := s.ownedUpdate(ctx, "renew", lease, renewExpression(lease.Owner, lockUntil)); err != nil {
 		return lease, err
 	}
@@ -138,23 +151,23 @@ func (s *DynamoDBStore) Renew(ctx context.Context, lease Lease, lockUntil time.T
 	return lease, nil
 }
 
-// Complete implements Store. A repeat of an applied completion passes its
+// Complete implements store.Store. A repeat of an applied completion passes its
 // condition again (the owner is unchanged) and rewrites the same record.
-func (s *DynamoDBStore) Complete(ctx context.Context, lease Lease, until time.Time, result []byte) error {
+func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
 	return s.ownedUpdate(ctx, "complete", lease, completeExpression(lease.Owner, until, result))
 }
 
-// Release implements Store.
-func (s *DynamoDBStore) Release(ctx context.Context, lease Lease, now time.Time) error {
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, lease store.Lease, now time.Time) error {
 	return s.ownedUpdate(ctx, "release", lease, releaseExpression(lease.Owner, now))
 }
 
 // ownedUpdate applies update to the lease's record under cond, an owner
-// condition. A refusal is ErrLockLost, except for a release whose record is
+// condition. A refusal is store.ErrLockLost, except for a release whose record is
 // gone or already released by the same owner (a repeat): only a release
 // reads the record where the refusal names none, since only there does it
 // decide anything.
-func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease, expr storeExpr) error {
+func (s *Store) ownedUpdate(ctx context.Context, op string, lease store.Lease, expr storeExpr) error {
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.key(lease.ID),
@@ -172,7 +185,7 @@ func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease,
 		// refusal carries (a table that returns no item says no more).
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return &StoreError{Op: op, ID: lease.ID, Err: s.named(err)}
+			return &store.StoreError{Op: op, ID: lease.ID, Err: s.named(err)}
 		}
 		if rec, perr := parseRecord(ccf.Item); len(ccf.Item) > 0 && perr == nil {
 			return lockLost(op, lease, &rec)
@@ -183,30 +196,43 @@ func (s *DynamoDBStore) ownedUpdate(ctx context.Context, op string, lease Lease,
 	switch {
 	case err != nil:
 		return err
-	case !exists || rec.Status == StatusReleased && rec.Owner == lease.Owner:
+	case !exists || rec.Status == store.StatusReleased && rec.Owner == lease.Owner:
 		return nil
 	}
 	return lockLost(op, lease, &rec)
 }
 
-// Read implements Store.
-func (s *DynamoDBStore) Read(ctx context.Context, id string) (Record, error) {
+// Read implements store.Store.
+func (s *Store) Read(ctx context.Context, id string) (store.Record, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: s.key(id), ConsistentRead: aws.Bool(true),
 	}, retrybudget.DynamoDB(ctx))
 	if err != nil {
-		return Record{}, &StoreError{Op: "read", ID: id, Err: s.named(err)}
+		return store.Record{}, &store.StoreError{Op: "read", ID: id, Err: s.named(err)}
 	}
 	if len(out.Item) == 0 {
-		return Record{}, fmt.Errorf("record %q in table %s: %w", id, s.table, ErrNotFound)
+		return store.Record{}, fmt.Errorf("record %q in table %s: %w", id, s.table, store.ErrNotFound)
 	}
 	return parseRecord(out.Item)
 }
 
-// Forget implements Store.
-func (s *DynamoDBStore) Forget(ctx context.Context, rec Record) error {
+// admin is the client as an AdminAPI, or an error saying it is not one.
+func (s *Store) admin(op string) (AdminAPI, error) {
+	a, ok := s.api.(AdminAPI)
+	if !ok {
+		return nil, fmt.Errorf("dynamostore: %s on table %s: the store's DynamoDB client, a %T, has no DeleteItem and Scan; give New a *dynamodb.Client, or a wrapper that has both", op, s.table, s.api)
+	}
+	return a, nil
+}
+
+// Forget implements store.Admin.
+func (s *Store) Forget(ctx context.Context, rec store.Record) error {
+	api, err := s.admin("forget")
+	if err != nil {
+		return err
+	}
 	expr := forgetExpression(rec.Owner)
-	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err = api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.key(rec.ID),
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -223,26 +249,29 @@ func (s *DynamoDBStore) Forget(ctx context.Context, rec Record) error {
 		// or another operator's; either way the key is forgotten.
 		return nil
 	}
-	return fmt.Errorf("record %q was %s when read and is now %s: %w", rec.ID, rec, now, ErrRecordChanged)
+	return fmt.Errorf("record %q was %s when read and is now %s: %w", rec.ID, rec, now, store.ErrRecordChanged)
 }
 
-// Locks scans the table for the PROCESSING records whose ids start with
-// prefix+"#", page by page, calling progress (when not nil) with the items
-// scanned so far; the earliest expiry first. A scan reads the whole table:
-// its cost is the table's size.
-func (s *DynamoDBStore) Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]Record, error) {
+// Locks implements store.Admin: it scans the table, page by page, calling
+// progress with the items scanned so far. A scan reads the whole table: its
+// cost is the table's size.
+func (s *Store) Locks(ctx context.Context, prefix string, progress func(scanned, found int)) ([]store.Record, error) {
+	api, err := s.admin("scan")
+	if err != nil {
+		return nil, err
+	}
 	expr := locksExpression(prefix)
 	in := &dynamodb.ScanInput{
 		TableName: aws.String(s.table), FilterExpression: expr.Filter(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ConsistentRead: aws.Bool(true),
 	}
-	var locks []Record
+	var locks []store.Record
 	scanned := 0
-	for p := dynamodb.NewScanPaginator(s.api, in); p.HasMorePages(); {
+	for p := dynamodb.NewScanPaginator(api, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return locks, &StoreError{Op: "scan", ID: prefix + "#", Err: s.named(err)}
+			return locks, &store.StoreError{Op: "scan", ID: prefix + "#", Err: s.named(err)}
 		}
 		scanned += int(page.ScannedCount)
 		for _, item := range page.Items {
@@ -250,7 +279,7 @@ func (s *DynamoDBStore) Locks(ctx context.Context, prefix string, progress func(
 			if err != nil {
 				// A lock the protocol did not write is still one an
 				// operator must see.
-				rec = Record{ID: stringAttr(item, AttrID), Status: StatusProcessing, Owner: stringAttr(item, attrOwner)}
+				rec = store.Record{ID: stringAttr(item, AttrID), Status: store.StatusProcessing, Owner: stringAttr(item, attrOwner)}
 			}
 			locks = append(locks, rec)
 		}
@@ -265,34 +294,39 @@ func (s *DynamoDBStore) Locks(ctx context.Context, prefix string, progress func(
 // refusal reads what a refused conditional write was refused by: the
 // record the refusal carries, or, where the table returned none, the
 // record as one consistent GetItem reads it. exists is false when there is
-// no record. Any error other than a refusal is a *StoreError.
-func (s *DynamoDBStore) refusal(ctx context.Context, op, id string, err error) (rec Record, exists bool, _ error) {
+// no record. Any error other than a refusal is a *store.StoreError.
+func (s *Store) refusal(ctx context.Context, op, id string, err error) (rec store.Record, exists bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return Record{}, false, &StoreError{Op: op, ID: id, Err: s.named(err)}
+		return store.Record{}, false, &store.StoreError{Op: op, ID: id, Err: s.named(err)}
 	}
 	if len(ccf.Item) > 0 {
 		rec, err := parseRecord(ccf.Item)
 		return rec, err == nil, err
 	}
 	rec, err = s.Read(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return Record{}, false, nil
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Record{}, false, nil
 	}
 	return rec, err == nil, err
 }
 
 // named adds the table to an error that does not say which table (a
-// ResourceNotFoundException names none).
-func (s *DynamoDBStore) named(err error) error {
-	return fmt.Errorf("table %s: %w", s.table, err)
+// ResourceNotFoundException names none), and sorts it: what no retry fixes
+// matches store.ErrMisconfigured.
+func (s *Store) named(err error) error {
+	err = fmt.Errorf("table %s: %w", s.table, err)
+	if misconfigured(err) {
+		return misconfiguredError{err}
+	}
+	return err
 }
 
 // parseRecord reads an item, refusing one the protocol did not write.
-func parseRecord(item map[string]types.AttributeValue) (Record, error) {
-	rec := Record{
+func parseRecord(item map[string]types.AttributeValue) (store.Record, error) {
+	rec := store.Record{
 		ID:          stringAttr(item, AttrID),
-		Status:      Status(stringAttr(item, AttrStatus)),
+		Status:      store.Status(stringAttr(item, AttrStatus)),
 		Owner:       stringAttr(item, attrOwner),
 		Fence:       numberAttr(item, attrFence),
 		PayloadHash: stringAttr(item, attrPayloadHash),
@@ -304,24 +338,24 @@ func parseRecord(item map[string]types.AttributeValue) (Record, error) {
 		rec.ExpiresAt = time.Unix(n, 0)
 	}
 	switch rec.Status {
-	case StatusProcessing:
+	case store.StatusProcessing:
 		n, ok := numberAttrOK(item, attrLockExpiresAt)
 		if !ok {
-			return rec, &RecordError{ID: rec.ID, Problem: fmt.Sprintf("a %s record without a numeric %s", rec.Status, attrLockExpiresAt)}
+			return rec, &store.RecordError{ID: rec.ID, Problem: fmt.Sprintf("a %s record without a numeric %s", rec.Status, attrLockExpiresAt)}
 		}
 		rec.LockExpiresAt = time.UnixMilli(n)
-	case StatusCompleted:
+	case store.StatusCompleted:
 		if _, ok := numberAttrOK(item, AttrExpiresAt); !ok {
-			return rec, &RecordError{ID: rec.ID, Problem: fmt.Sprintf("a %s record without a numeric %s", rec.Status, AttrExpiresAt)}
+			return rec, &store.RecordError{ID: rec.ID, Problem: fmt.Sprintf("a %s record without a numeric %s", rec.Status, AttrExpiresAt)}
 		}
-	case StatusReleased:
+	case store.StatusReleased:
 	default:
-		return rec, &RecordError{ID: rec.ID, Problem: fmt.Sprintf("%s is %q, not %s, %s or %s", AttrStatus, rec.Status, StatusProcessing, StatusCompleted, StatusReleased)}
+		return rec, &store.RecordError{ID: rec.ID, Problem: fmt.Sprintf("%s is %q, not %s, %s or %s", AttrStatus, rec.Status, store.StatusProcessing, store.StatusCompleted, store.StatusReleased)}
 	}
 	return rec, nil
 }
 
-func (s *DynamoDBStore) key(id string) map[string]types.AttributeValue {
+func (s *Store) key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: id}}
 }
 
