@@ -34,6 +34,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 	"github.com/sqs-once/sqs-once/sqsonce/target"
 )
 
@@ -247,11 +248,11 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	b := &processorBundle{calls: &recorder{}, table: pcfg.Table, prefix: pcfg.KeyPrefix, ddb: dynamodb.NewFromConfig(cfg), ctx: ctx}
+	b := &processorBundle{calls: &recorder{}, table: e["IDEMPOTENCY_TABLE"], prefix: pcfg.KeyPrefix, ddb: dynamodb.NewFromConfig(cfg), ctx: ctx}
 	// As cmd/processor builds it, with moto's conditional writes made atomic
 	// as DynamoDB's are: the duplicate event races two copies of one message.
 	client := dynamodb.NewFromConfig(cfg)
-	pcfg.Store = sqsonce.NewDynamoDBStore(serializedDynamoDB{Client: client, writes: motoserver.SerializeWrites(client)}, pcfg.Table)
+	pcfg.Store = dynamostore.New(serializedDynamoDB{Client: client, writes: motoserver.SerializeWrites(client)}, e["IDEMPOTENCY_TABLE"])
 	b.handler, err = sqsonce.New(pcfg, b.calls.handle)
 	if err != nil {
 		t.Fatal(err)

@@ -36,26 +36,25 @@ func main() {
 	lambda.Start(p.Handle)
 }
 
-// newProcessor is sqsonce.FromEnv, with TARGET read by target.FromEnv:
-// handleMessage runs only when no target takes the records.
+// newProcessor is sqsonce.FromEnv with the store STORE names
+// (internal/storeenv) and TARGET read by target.FromEnv: handleMessage runs
+// only when no target takes the records.
 func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqsonce.Processor, error) {
-	cfg, err := sqsonce.ConfigFromEnv(lookup)
-	awsCfg, awsErr := config.LoadDefaultConfig(ctx)
-	if awsErr != nil {
-		return nil, fmt.Errorf("load the AWS configuration: %w", awsErr)
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
 	t, terr := target.FromEnv(lookup, awsCfg, slog.Default())
-	store, serr := storeenv.FromEnv(lookup)
-	if err != nil || terr != nil || serr != nil {
-		// Every bad variable at once, the target's and the store's too.
-		return nil, errors.Join(err, terr, serr)
+	store, serr := storeenv.FromEnv(lookup, awsCfg)
+	if terr != nil || serr != nil {
+		// Every bad variable at once: the target's, the store's and the
+		// processor's.
+		_, cerr := sqsonce.ConfigFromEnv(lookup)
+		return nil, errors.Join(cerr, terr, serr)
 	}
-	cfg.AWS, cfg.Store = awsCfg, store
-	// CloudWatch Logs extracts the metrics from the function's output.
-	cfg.Metrics = os.Stdout
 	var h sqsonce.Handler = handleMessage
 	if t != nil {
-		cfg.Target, h = t, nil
+		h = nil
 	}
-	return sqsonce.New(cfg, h)
+	return sqsonce.FromEnv(lookup, sqsonce.Config{Store: store, AWS: awsCfg, Target: t}, h)
 }

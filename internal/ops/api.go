@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // SQSAPI is the part of the SQS client the commands use.
@@ -22,9 +22,10 @@ type SQSAPI interface {
 }
 
 // DynamoAPI is the part of the DynamoDB client the record commands use:
-// what the processor's store (sqsonce.DynamoDBStore) calls.
+// what the processor's store (dynamostore.Store) calls, with the operator's
+// calls of its store.Admin methods.
 type DynamoAPI interface {
-	sqsonce.DynamoDBAPI
+	dynamostore.AdminAPI
 }
 
 // MetricsAPI reads the queues' age metric: SQS itself does not say how old

@@ -22,9 +22,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sqs-once/sqs-once/internal/keyprefix"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/version"
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // IO is what the CLI reads and writes, and its clock: the real ones in
@@ -193,7 +193,7 @@ func (c *cli) setup(ctx context.Context) error {
 	// A prefix the processor refuses names no record it writes: say so
 	// before any AWS call, rather than report its keys as never processed.
 	if p := c.flags.KeyPrefix; p != "" {
-		if err := sqsonce.CheckKeyPrefix(p); err != nil {
+		if err := keyprefix.Check(p); err != nil {
 			return fmt.Errorf("%w: --key-prefix %v: not a key prefix the processor accepts", ErrUsage, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func (c *cli) statusCmd() *cobra.Command {
@@ -176,19 +176,19 @@ func describe(r Record, now time.Time) [][2]string {
 	lines = append(lines, [2]string{"record id", r.RecordID + "  (look it up in the logs, with the fence below)"})
 	var status string
 	switch r.Status {
-	case sqsonce.StatusProcessing:
+	case store.StatusProcessing:
 		if r.Live {
 			status = "PROCESSING: a processor holds the lock and may be running the handler right now"
 		} else {
 			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or sqs-once release frees it now"
 		}
-	case sqsonce.StatusCompleted:
+	case store.StatusCompleted:
 		if r.Remaining > 0 {
 			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (sqs-once forget lets it run again)"
 		} else {
 			status = "COMPLETED, window ended: the next message with this key runs the handler again"
 		}
-	case sqsonce.StatusReleased:
+	case store.StatusReleased:
 		status = "RELEASED: the last attempt failed and gave the lock up; the next message with this key runs the handler"
 	default:
 		status = string(r.Status) + ": not a status sqs-once writes; the processor retries such a key and never runs it"
@@ -199,14 +199,14 @@ func describe(r Record, now time.Time) [][2]string {
 	}
 	lines = append(lines, [2]string{"fence", fmt.Sprint(r.Fence)})
 	switch r.Status {
-	case sqsonce.StatusProcessing:
+	case store.StatusProcessing:
 		lines = append(lines, [2]string{"lock", lockWords(r, now)})
-	case sqsonce.StatusCompleted:
+	case store.StatusCompleted:
 		if r.ExpiresAt != nil {
 			lines = append(lines, [2]string{"window ends", fmt.Sprintf("%s (%s)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 		}
 	}
-	if r.Status != sqsonce.StatusCompleted && r.ExpiresAt != nil {
+	if r.Status != store.StatusCompleted && r.ExpiresAt != nil {
 		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): DynamoDB may delete the record after this", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
 	return lines

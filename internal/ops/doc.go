@@ -10,8 +10,8 @@
 // made (SQSAPI, DynamoAPI, MetricsAPI, StackAPI, FunctionAPI, MappingAPI),
 // so tests run the real logic against moto_server and inject faults at the
 // HTTP layer. The record commands go through the processor's own store
-// (sqsonce.DynamoDBStore), so the record's schema and the conditions of its
-// writes are declared once, in package sqsonce. AWS errors are turned into
+// (dynamostore.Store), so the record's schema and the conditions of its
+// writes are declared once, in package dynamostore. AWS errors are turned into
 // this package's errors (ErrNotFound, ErrRefused, ErrChanged, ErrDeclined,
 // ErrAWS, ErrIncomplete, ErrCheckFailed) with errors.As, and the CLI (Main)
 // maps them onto exit codes; a not-found or AWS error gets a second line

@@ -17,10 +17,12 @@ import (
 	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // hashedID is the key's record id as a processor with HASH_KEYS=on writes it.
-func (e *recordsEnv) hashedID() string { return sqsonce.RecordID(e.prefix, sqsonce.HashKey(e.key)) }
+func (e *recordsEnv) hashedID() string { return store.RecordID(e.prefix, sqsonce.HashKey(e.key)) }
 
 // TestHashKeysFlag: on the stack, whose processor does not hash keys, a
 // record written under a hashed id (as a processor with HASH_KEYS=on writes
@@ -81,7 +83,7 @@ func TestHashKeysFlag(t *testing.T) {
 	if r.code != ops.ExitOK || !strings.Contains(r.stdout, "record "+e.hashedID()) {
 		t.Fatalf("release --hash-keys of an expired lock: exit %d", r.code)
 	}
-	if got := readStatus(t, e, e.hashedID()); got != sqsonce.StatusReleased {
+	if got := readStatus(t, e, e.hashedID()); got != store.StatusReleased {
 		t.Errorf("the hashed record after release: %s, want RELEASED", got)
 	}
 
@@ -109,7 +111,7 @@ func TestHashKeysFlag(t *testing.T) {
 }
 
 // readStatus is the status of the record under id ("" when there is none).
-func readStatus(t *testing.T, e *recordsEnv, id string) sqsonce.Status {
+func readStatus(t *testing.T, e *recordsEnv, id string) store.Status {
 	t.Helper()
 	rec, err := e.store.Read(context.Background(), id)
 	if err != nil {
@@ -134,11 +136,11 @@ func TestHashKeysFromTheStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := sqsonce.NewDynamoDBStore(dynamodb.NewFromConfig(cfg), table)
+	ddb := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
 	clock := testclock.New(time.Now().Truncate(time.Second))
 	key := mototest.Name("order")
-	id := sqsonce.RecordID(st.Name+"-processor", sqsonce.HashKey(key))
-	acquire(t, store, id, clock.Now(), clock.Now().Add(5*time.Minute))
+	id := store.RecordID(st.Name+"-processor", sqsonce.HashKey(key))
+	acquire(t, ddb, id, clock.Now(), clock.Now().Add(5*time.Minute))
 
 	r := run(t, runOpts{now: clock.Now}, "inspect", "--stack", st.Name, key)
 	if r.code != ops.ExitOK || !strings.Contains(words(r.stdout), "record id "+id) {

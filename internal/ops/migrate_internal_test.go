@@ -16,7 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 const (
@@ -361,23 +362,23 @@ func TestTerminalWords(t *testing.T) {
 	c := &cli{io: IO{Stdout: &out, Stderr: &out, Now: func() time.Time { return now }}}
 	lock, ttl := now.Add(-time.Minute), now.Add(time.Hour)
 	for _, r := range []Record{
-		{Key: "k", RecordID: "p#k", Status: sqsonce.StatusProcessing, Owner: "o", Fence: 1, LockExpiresAt: &lock, ExpiresAt: &ttl},
-		{Key: "k", RecordID: "p#k", Status: sqsonce.StatusProcessing, Owner: "o", Fence: 1, Live: true, LockExpiresAt: &ttl},
-		{Key: "k", RecordID: "p#k", Status: sqsonce.StatusCompleted, Fence: 1, ExpiresAt: &ttl, Remaining: time.Hour},
-		{Key: "k", RecordID: "p#k", Status: sqsonce.StatusCompleted, Fence: 1, ExpiresAt: &lock},
-		{Key: "k", RecordID: "p#k", Status: sqsonce.StatusReleased, Fence: 1},
+		{Key: "k", RecordID: "p#k", Status: store.StatusProcessing, Owner: "o", Fence: 1, LockExpiresAt: &lock, ExpiresAt: &ttl},
+		{Key: "k", RecordID: "p#k", Status: store.StatusProcessing, Owner: "o", Fence: 1, Live: true, LockExpiresAt: &ttl},
+		{Key: "k", RecordID: "p#k", Status: store.StatusCompleted, Fence: 1, ExpiresAt: &ttl, Remaining: time.Hour},
+		{Key: "k", RecordID: "p#k", Status: store.StatusCompleted, Fence: 1, ExpiresAt: &lock},
+		{Key: "k", RecordID: "p#k", Status: store.StatusReleased, Fence: 1},
 		{Key: "k", RecordID: "p#k", Status: "ODD"},
 	} {
 		c.printRecord(r)
 		plainText(t, "inspect", out.String())
 		out.Reset()
-		for _, err := range []error{&StateError{Record: r, Want: sqsonce.StatusProcessing, Hint: "x"}, &LiveLockError{Record: r}} {
+		for _, err := range []error{&StateError{Record: r, Want: store.StatusProcessing, Hint: "x"}, &LiveLockError{Record: r}} {
 			plainText(t, "an error", err.Error())
 		}
 	}
 	// The refusals of release and forget, from a record as the store reads
 	// it.
-	for _, status := range []sqsonce.Status{sqsonce.StatusCompleted, sqsonce.StatusProcessing, sqsonce.StatusReleased} {
+	for _, status := range []store.Status{store.StatusCompleted, store.StatusProcessing, store.StatusReleased} {
 		recs := &Records{DB: oneItem{status: status}, Table: "t", Prefix: "p", Now: func() time.Time { return now }}
 		_, rerr := recs.Release(context.Background(), "k", false)
 		_, ferr := recs.Forget(context.Background(), "k", func(Record) (bool, error) { return false, nil })
@@ -432,14 +433,14 @@ func TestTerminalWords(t *testing.T) {
 // oneItem is a table holding one record, of status, for every key.
 type oneItem struct {
 	DynamoAPI
-	status sqsonce.Status
+	status store.Status
 }
 
 func (o oneItem) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return &dynamodb.GetItemOutput{Item: map[string]ddbtypes.AttributeValue{
-		sqsonce.AttrID:        in.Key[sqsonce.AttrID],
-		sqsonce.AttrStatus:    &ddbtypes.AttributeValueMemberS{Value: string(o.status)},
-		sqsonce.AttrExpiresAt: &ddbtypes.AttributeValueMemberN{Value: "1700003600"},
+		dynamostore.AttrID:        in.Key[dynamostore.AttrID],
+		dynamostore.AttrStatus:    &ddbtypes.AttributeValueMemberS{Value: string(o.status)},
+		dynamostore.AttrExpiresAt: &ddbtypes.AttributeValueMemberN{Value: "1700003600"},
 	}}, nil
 }
 

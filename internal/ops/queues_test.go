@@ -21,7 +21,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // operatorMessage is the i-th message as the replayer forwards one to the
@@ -97,10 +98,10 @@ func TestStatus(t *testing.T) {
 	send(t, cfg, operator, operatorMessage(4, "max-attempts"))
 	// Two locks of this test's own, one live, one expired.
 	now := time.Now().Truncate(time.Millisecond)
-	store := sqsonce.NewDynamoDBStore(dynamoClient(cfg), output(t, "IdempotencyTableName"))
+	ddb := dynamostore.New(dynamoClient(cfg), output(t, "IdempotencyTableName"))
 	live, expired := mototest.Name("live"), mototest.Name("expired")
 	for key, until := range map[string]time.Time{live: now.Add(3 * time.Minute), expired: now.Add(-time.Minute)} {
-		acquire(t, store, sqsonce.RecordID(st.Name+"-processor", key), now.Add(-2*time.Minute), until)
+		acquire(t, ddb, store.RecordID(st.Name+"-processor", key), now.Add(-2*time.Minute), until)
 	}
 
 	r := run(t, runOpts{now: func() time.Time { return now }}, "status", "--stack", st.Name, "--json")

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // Records reads and repairs the idempotency records of one table and prefix
-// through the processor's own store (sqsonce.DynamoDBStore): the schema and
+// through the processor's own store (dynamostore.Store): the schema and
 // the conditions of release and forget are declared once, there.
 type Records struct {
 	DB     DynamoAPI
@@ -35,11 +37,11 @@ type Record struct {
 	Key string `json:"key"`
 	// KeyHash is the key's sqsonce.HashKey when keys are hashed: what the
 	// processor's logs, metrics and outcomes show instead of the key.
-	KeyHash  string         `json:"keyHash,omitempty"`
-	RecordID string         `json:"recordId"`
-	Status   sqsonce.Status `json:"status"`
-	Owner    string         `json:"owner,omitempty"`
-	Fence    int64          `json:"fence"`
+	KeyHash  string       `json:"keyHash,omitempty"`
+	RecordID string       `json:"recordId"`
+	Status   store.Status `json:"status"`
+	Owner    string       `json:"owner,omitempty"`
+	Fence    int64        `json:"fence"`
 	// LockExpiresAt is set on a PROCESSING record.
 	LockExpiresAt *time.Time `json:"lockExpiresAt,omitempty"`
 	// ExpiresAt is the TTL: the end of a COMPLETED record's dedupe window;
@@ -53,10 +55,21 @@ type Record struct {
 
 	// stored is the record as the store read it: what release and forget
 	// hand back to the store's conditional writes.
-	stored sqsonce.Record
+	stored store.Record
 }
 
-func (r *Records) store() *sqsonce.DynamoDBStore { return sqsonce.NewDynamoDBStore(r.DB, r.Table) }
+func (r *Records) store() store.Store { return dynamostore.New(r.DB, r.Table) }
+
+// admin is the store's operator calls (Forget, Locks), which only a
+// store.Admin has.
+func (r *Records) admin() (store.Admin, error) {
+	s := r.store()
+	a, ok := s.(store.Admin)
+	if !ok {
+		return nil, fmt.Errorf("the store, a %T, has no operator calls (store.Admin)", s)
+	}
+	return a, nil
+}
 
 // shownKey is key as the record id holds it: its hash when keys are hashed.
 func (r *Records) shownKey(key string) string {
@@ -68,7 +81,7 @@ func (r *Records) shownKey(key string) string {
 
 // recordID is the id of key's record: "<Prefix>#<key>", or with HashKeys
 // "<Prefix>#<sqsonce.HashKey(key)>", as the processor writes it.
-func (r *Records) recordID(key string) string { return sqsonce.RecordID(r.Prefix, r.shownKey(key)) }
+func (r *Records) recordID(key string) string { return store.RecordID(r.Prefix, r.shownKey(key)) }
 
 // where names the table, and its region when known, for messages.
 func (r *Records) where() string {
@@ -86,9 +99,9 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 	}
 	id := r.recordID(key)
 	stored, err := r.store().Read(ctx, id)
-	var bad *sqsonce.RecordError
+	var bad *store.RecordError
 	switch {
-	case errors.Is(err, sqsonce.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return Record{}, fmt.Errorf("key %q (record id %s in %s): %w: no record; %s", key, id, r.where(), ErrNotFound, r.otherID(ctx, key))
 	case errors.As(err, &bad):
 		// A record the protocol did not write (an unknown status, a lock
@@ -113,14 +126,14 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 // only on this path.
 func (r *Records) otherID(ctx context.Context, key string) string {
 	const never = "the key was never processed under this prefix, or its record expired"
-	other, found := sqsonce.RecordID(r.Prefix, key), "the unhashed id"
+	other, found := store.RecordID(r.Prefix, key), "the unhashed id"
 	fix := "the processor does not hash keys, or the key given is already a hash (as the logs show it); pass --hash-keys=false"
 	if !r.HashKeys {
-		other, found = sqsonce.RecordID(r.Prefix, sqsonce.HashKey(key)), "the hashed id"
+		other, found = store.RecordID(r.Prefix, sqsonce.HashKey(key)), "the hashed id"
 		fix = "the processor hashes keys (HASH_KEYS=on); pass --hash-keys"
 	}
 	_, err := r.store().Read(ctx, other)
-	var bad *sqsonce.RecordError
+	var bad *store.RecordError
 	if err != nil && !errors.As(err, &bad) {
 		// Not there, or unreadable: the first answer stands.
 		return never
@@ -129,7 +142,7 @@ func (r *Records) otherID(ctx context.Context, key string) string {
 }
 
 // record is stored in plain terms, judged by the clock now.
-func (r *Records) record(key string, stored sqsonce.Record) Record {
+func (r *Records) record(key string, stored store.Record) Record {
 	now := r.Now()
 	rec := Record{Key: key, RecordID: stored.ID, Status: stored.Status, Owner: stored.Owner, Fence: stored.Fence, stored: stored}
 	if !stored.ExpiresAt.IsZero() {
@@ -137,7 +150,7 @@ func (r *Records) record(key string, stored sqsonce.Record) Record {
 		rec.ExpiresAt = &t
 	}
 	switch stored.Status {
-	case sqsonce.StatusProcessing:
+	case store.StatusProcessing:
 		if stored.LockExpiresAt.IsZero() {
 			// A lock without an expiry is not one the protocol wrote:
 			// treat it as live, the safe reading.
@@ -150,7 +163,7 @@ func (r *Records) record(key string, stored sqsonce.Record) Record {
 		if rec.Live {
 			rec.Remaining = t.Sub(now)
 		}
-	case sqsonce.StatusCompleted:
+	case store.StatusCompleted:
 		if rec.ExpiresAt != nil && rec.ExpiresAt.After(now) {
 			rec.Remaining = rec.ExpiresAt.Sub(now)
 		}
@@ -179,7 +192,7 @@ func (e *LiveLockError) Is(target error) bool { return target == ErrRefused }
 // the command is for.
 type StateError struct {
 	Record Record
-	Want   sqsonce.Status
+	Want   store.Status
 	Hint   string
 }
 
@@ -205,19 +218,19 @@ func (r *Records) Release(ctx context.Context, key string, force bool) (Record, 
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.Status != sqsonce.StatusProcessing {
+	if rec.Status != store.StatusProcessing {
 		hint := "there is no lock to release"
-		if rec.Status == sqsonce.StatusCompleted {
+		if rec.Status == store.StatusCompleted {
 			hint = "the key is done; sqs-once forget lets it run again"
 		}
-		return rec, &StateError{Record: rec, Want: sqsonce.StatusProcessing, Hint: hint}
+		return rec, &StateError{Record: rec, Want: store.StatusProcessing, Hint: hint}
 	}
 	if rec.Live && !force {
 		return rec, &LiveLockError{Record: rec}
 	}
 	// A record gone, or already released by this owner (this call's own
 	// write retried after a lost answer, or the holder's), is a success.
-	lease := sqsonce.Lease{ID: rec.RecordID, Owner: rec.Owner, Fence: rec.Fence}
+	lease := store.Lease{ID: rec.RecordID, Owner: rec.Owner, Fence: rec.Fence}
 	switch err := r.store().Release(ctx, lease, r.Now()); {
 	case errors.Is(err, sqsonce.ErrLockLost):
 		return rec, r.changed(ctx, rec)
@@ -236,12 +249,12 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.Status != sqsonce.StatusCompleted {
+	if rec.Status != store.StatusCompleted {
 		hint := "only a completed key can be forgotten"
-		if rec.Status == sqsonce.StatusProcessing {
+		if rec.Status == store.StatusProcessing {
 			hint = "it is being processed or stuck; see sqs-once release"
 		}
-		return rec, &StateError{Record: rec, Want: sqsonce.StatusCompleted, Hint: hint}
+		return rec, &StateError{Record: rec, Want: store.StatusCompleted, Hint: hint}
 	}
 	ok, err := confirm(rec)
 	if err != nil {
@@ -252,8 +265,12 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	}
 	// Gone already (this call's own delete retried, or another
 	// operator's) is a success: either way the key is forgotten.
-	switch err := r.store().Forget(ctx, rec.stored); {
-	case errors.Is(err, sqsonce.ErrRecordChanged):
+	a, err := r.admin()
+	if err != nil {
+		return rec, err
+	}
+	switch err := a.Forget(ctx, rec.stored); {
+	case errors.Is(err, store.ErrRecordChanged):
 		return rec, r.changed(ctx, rec)
 	case err != nil:
 		return rec, awsError("forget "+rec.RecordID+" in "+r.where(), err)
@@ -269,7 +286,7 @@ func (r *Records) changed(ctx context.Context, was Record) error {
 	switch n, err := r.store().Read(ctx, was.RecordID); {
 	case err == nil:
 		now = n.String()
-	case !errors.Is(err, sqsonce.ErrNotFound):
+	case !errors.Is(err, store.ErrNotFound):
 		now = "unreadable (" + err.Error() + ")"
 	}
 	return fmt.Errorf("key %q was %s (owner %s, fence %d) when read and is now %s: %w; nothing was written, inspect it again",
@@ -281,7 +298,11 @@ func (r *Records) changed(ctx context.Context, was Record) error {
 // none recorded) first. A scan reads the whole table (its cost is the
 // table's size), which is why status does it only when asked.
 func (r *Records) Locks(ctx context.Context, progress func(scanned, found int)) ([]Record, error) {
-	found, err := r.store().Locks(ctx, r.Prefix, progress)
+	a, err := r.admin()
+	if err != nil {
+		return nil, err
+	}
+	found, err := a.Locks(ctx, r.Prefix, progress)
 	if err != nil {
 		return nil, awsError("scan "+r.where(), err)
 	}

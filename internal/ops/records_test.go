@@ -22,16 +22,18 @@ import (
 	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // recordsEnv is a fresh key on the stack's table, written by the processor's
-// own store (sqsonce.DynamoDBStore) under the stack's prefix, and a clock.
+// own store (dynamostore.Store) under the stack's prefix, and a clock.
 type recordsEnv struct {
 	t      *testing.T
 	stack  string
 	prefix string
 	key    string
-	store  *sqsonce.DynamoDBStore
+	store  *dynamostore.Store
 	db     *dynamodb.Client
 	table  string
 	clock  *testclock.Clock
@@ -45,20 +47,20 @@ func newRecordsEnv(t *testing.T) *recordsEnv {
 	// Whole milliseconds: the record keeps the lock's expiry in them.
 	clock := testclock.New(time.Now().Truncate(time.Second))
 	return &recordsEnv{t: t, stack: st.Name, prefix: st.Name + "-processor", key: mototest.Name("order"),
-		store: sqsonce.NewDynamoDBStore(db, table), db: db, table: table, clock: clock}
+		store: dynamostore.New(db, table), db: db, table: table, clock: clock}
 }
 
 // id is the key's record id under the stack's prefix.
-func (e *recordsEnv) id() string { return sqsonce.RecordID(e.prefix, e.key) }
+func (e *recordsEnv) id() string { return store.RecordID(e.prefix, e.key) }
 
 // acquire takes the key's lock for lock, as a processor does: a fresh owner.
-func (e *recordsEnv) acquire(lock time.Duration) sqsonce.Lease {
+func (e *recordsEnv) acquire(lock time.Duration) store.Lease {
 	e.t.Helper()
 	return acquire(e.t, e.store, e.id(), e.clock.Now(), e.clock.Now().Add(lock))
 }
 
 // complete records lease's key COMPLETED for window.
-func (e *recordsEnv) complete(lease sqsonce.Lease, window time.Duration) {
+func (e *recordsEnv) complete(lease store.Lease, window time.Duration) {
 	e.t.Helper()
 	if err := e.store.Complete(context.Background(), lease, e.clock.Now().Add(window), nil); err != nil {
 		e.t.Fatal(err)
@@ -71,9 +73,9 @@ func (e *recordsEnv) records(db ops.DynamoAPI) *ops.Records {
 }
 
 // acquire takes id's lock from now until lockUntil with a new owner.
-func acquire(t *testing.T, store sqsonce.Store, id string, now, lockUntil time.Time) sqsonce.Lease {
+func acquire(t *testing.T, s store.Store, id string, now, lockUntil time.Time) store.Lease {
 	t.Helper()
-	lease, err := store.Acquire(context.Background(), sqsonce.AcquireRequest{ID: id, Owner: mototest.Name("owner"), Now: now, LockUntil: lockUntil})
+	lease, err := s.Acquire(context.Background(), store.AcquireRequest{ID: id, Owner: mototest.Name("owner"), Now: now, LockUntil: lockUntil})
 	if err != nil {
 		t.Fatalf("acquire %s: %v", id, err)
 	}
@@ -84,7 +86,7 @@ func (e *recordsEnv) item() map[string]ddbtypes.AttributeValue {
 	e.t.Helper()
 	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: e.id()}},
+		Key: map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: e.id()}},
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -94,7 +96,7 @@ func (e *recordsEnv) item() map[string]ddbtypes.AttributeValue {
 
 func (e *recordsEnv) status() string {
 	e.t.Helper()
-	if v, ok := e.item()[sqsonce.AttrStatus].(*ddbtypes.AttributeValueMemberS); ok {
+	if v, ok := e.item()[dynamostore.AttrStatus].(*ddbtypes.AttributeValueMemberS); ok {
 		return v.Value
 	}
 	return "(none)"
@@ -131,7 +133,7 @@ func TestInspectInPlainWords(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 {
 		t.Fatalf("inspect --json: exit %d, %v", r.code, err)
 	}
-	if rec.Status != sqsonce.StatusProcessing || rec.Live || rec.Owner != lease.Owner || rec.Fence != lease.Fence {
+	if rec.Status != store.StatusProcessing || rec.Live || rec.Owner != lease.Owner || rec.Fence != lease.Fence {
 		t.Errorf("inspect --json after the lock expired = %+v", rec)
 	}
 	if r := e.run("", "inspect", "--stack", e.stack, e.key); !strings.Contains(r.stdout, "lock expired") || !strings.Contains(r.stdout, "(1m0s ago)") {
@@ -177,7 +179,7 @@ func TestReleaseRefusesALiveLock(t *testing.T) {
 	if r.code != ops.ExitOK || !strings.Contains(r.stdout, "its lock had expired") {
 		t.Fatalf("release of an expired lock: exit %d", r.code)
 	}
-	if got := e.status(); got != string(sqsonce.StatusReleased) {
+	if got := e.status(); got != string(store.StatusReleased) {
 		t.Errorf("status after release = %s, want RELEASED", got)
 	}
 	next := e.acquire(time.Minute)
@@ -194,7 +196,7 @@ func TestReleaseRefusesALiveLock(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || !out.Released || !out.Forced || out.Was.Owner != next.Owner {
 		t.Fatalf("release --force: exit %d, %+v, %v", r.code, out, err)
 	}
-	if got := e.status(); got != string(sqsonce.StatusReleased) {
+	if got := e.status(); got != string(store.StatusReleased) {
 		t.Errorf("status after release --force = %s", got)
 	}
 	// The holder whose lock was forced away learns it at its next renewal,
@@ -224,7 +226,7 @@ func TestReleaseIsConditionalOnTheLockRead(t *testing.T) {
 	e := newRecordsEnv(t)
 	e.acquire(time.Minute)
 	e.clock.Advance(2 * time.Minute)
-	var successor sqsonce.Lease
+	var successor store.Lease
 	recs := e.records(takeOverFirst{e.db, func() {
 		successor = e.acquire(time.Minute) // the expired lock taken over by a redelivery
 	}})
@@ -239,7 +241,7 @@ func TestReleaseIsConditionalOnTheLockRead(t *testing.T) {
 		}
 	}
 	rec, err := e.records(e.db).Get(context.Background(), e.key)
-	if err != nil || rec.Status != sqsonce.StatusProcessing || rec.Owner != successor.Owner || !rec.Live {
+	if err != nil || rec.Status != store.StatusProcessing || rec.Owner != successor.Owner || !rec.Live {
 		t.Errorf("the successor's lock was touched: %+v, %v", rec, err)
 	}
 }
@@ -257,7 +259,7 @@ func TestReleaseLostAnswerIsItsOwn(t *testing.T) {
 	if r.code != ops.ExitOK || proxy.Pending() != 0 {
 		t.Fatalf("release with a lost answer: exit %d, fault pending %d", r.code, proxy.Pending())
 	}
-	if got := e.status(); got != string(sqsonce.StatusReleased) {
+	if got := e.status(); got != string(store.StatusReleased) {
 		t.Errorf("status = %s", got)
 	}
 }
@@ -275,7 +277,7 @@ func TestForgetAsksFirst(t *testing.T) {
 		if r.code != ops.ExitRefused || !strings.Contains(r.stderr, "[y/N]") {
 			t.Errorf("forget answered %q: exit %d, want %d after a question", answer, r.code, ops.ExitRefused)
 		}
-		if got := e.status(); got != string(sqsonce.StatusCompleted) {
+		if got := e.status(); got != string(store.StatusCompleted) {
 			t.Fatalf("forget answered %q changed the record to %s", answer, got)
 		}
 	}
@@ -301,7 +303,7 @@ func TestForgetAsksFirst(t *testing.T) {
 // as an older version of the processor, or someone else, wrote it.
 func (e *recordsEnv) put(attrs map[string]ddbtypes.AttributeValue) {
 	e.t.Helper()
-	item := map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: e.id()}}
+	item := map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: e.id()}}
 	maps.Copy(item, attrs)
 	if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: item}); err != nil {
 		e.t.Fatal(err)
@@ -322,8 +324,8 @@ func TestReleaseForceWithoutFence(t *testing.T) {
 	e := newRecordsEnv(t)
 	until := e.clock.Now().Add(5 * time.Minute)
 	e.put(map[string]ddbtypes.AttributeValue{
-		sqsonce.AttrStatus: attrS(string(sqsonce.StatusProcessing)), "owner": attrS("before-fencing"),
-		"lockExpiresAt": attrN(until.UnixMilli()), sqsonce.AttrExpiresAt: attrN(until.Add(time.Hour).Unix()),
+		dynamostore.AttrStatus: attrS(string(store.StatusProcessing)), "owner": attrS("before-fencing"),
+		"lockExpiresAt": attrN(until.UnixMilli()), dynamostore.AttrExpiresAt: attrN(until.Add(time.Hour).Unix()),
 	})
 	if r := e.run("", "inspect", "--stack", e.stack, e.key); r.code != ops.ExitOK || !strings.Contains(words(r.stdout), "fence 0") || !strings.Contains(r.stdout, "PROCESSING: a processor holds the lock") {
 		t.Errorf("inspect of a lock without a fence: exit %d", r.code)
@@ -335,11 +337,11 @@ func TestReleaseForceWithoutFence(t *testing.T) {
 	if r.code != ops.ExitOK || !strings.Contains(r.stdout, "FORCED") || !strings.Contains(r.stdout, "owner before-fencing, fence 0") {
 		t.Fatalf("release --force of a live lock without a fence: exit %d, want %d", r.code, ops.ExitOK)
 	}
-	if got := e.status(); got != string(sqsonce.StatusReleased) {
+	if got := e.status(); got != string(store.StatusReleased) {
 		t.Errorf("status after release --force = %s, want RELEASED", got)
 	}
 	// The key is free at once, and its next fence starts from the clock.
-	if next := e.acquire(time.Minute); next.TookOver || next.Fence != sqsonce.FenceSeed(e.clock.Now())+1 {
+	if next := e.acquire(time.Minute); next.TookOver || next.Fence != store.FenceSeed(e.clock.Now())+1 {
 		t.Errorf("acquisition after the release: %+v", next)
 	}
 }
@@ -350,7 +352,7 @@ func TestReleaseForceWithoutFence(t *testing.T) {
 func TestLockWithoutExpiry(t *testing.T) {
 	t.Parallel()
 	e := newRecordsEnv(t)
-	e.put(map[string]ddbtypes.AttributeValue{sqsonce.AttrStatus: attrS(string(sqsonce.StatusProcessing)), "owner": attrS("by-hand"), "fence": attrN(7)})
+	e.put(map[string]ddbtypes.AttributeValue{dynamostore.AttrStatus: attrS(string(store.StatusProcessing)), "owner": attrS("by-hand"), "fence": attrN(7)})
 	r := e.run("", "inspect", "--stack", e.stack, e.key)
 	if r.code != ops.ExitOK || !strings.Contains(r.stdout, "no expiry recorded") || !strings.Contains(words(r.stdout), "fence 7") {
 		t.Errorf("inspect of a lock without an expiry: exit %d", r.code)
@@ -361,7 +363,7 @@ func TestLockWithoutExpiry(t *testing.T) {
 	if r := e.run("", "release", "--stack", e.stack, "--force", e.key); r.code != ops.ExitOK {
 		t.Errorf("release --force of a lock without an expiry: exit %d", r.code)
 	}
-	if got := e.status(); got != string(sqsonce.StatusReleased) {
+	if got := e.status(); got != string(store.StatusReleased) {
 		t.Errorf("status after release --force = %s, want RELEASED", got)
 	}
 }
@@ -372,7 +374,7 @@ func TestForgetIsConditionalOnTheCompletionRead(t *testing.T) {
 	t.Parallel()
 	e := newRecordsEnv(t)
 	e.complete(e.acquire(time.Minute), time.Hour)
-	var again sqsonce.Lease
+	var again store.Lease
 	_, err := e.records(e.db).Forget(context.Background(), e.key, func(ops.Record) (bool, error) {
 		// Another operator forgets it, and a redelivery completes it anew.
 		if r := e.run("", "forget", "--stack", e.stack, "--yes", e.key); r.code != ops.ExitOK {
@@ -385,7 +387,7 @@ func TestForgetIsConditionalOnTheCompletionRead(t *testing.T) {
 	if !errors.Is(err, ops.ErrChanged) || ops.ExitCode(err) != ops.ExitRefused || !strings.Contains(err.Error(), "is now COMPLETED, owner "+again.Owner) {
 		t.Fatalf("forget racing a new completion: %v, want ErrChanged", err)
 	}
-	if rec, err := e.records(e.db).Get(context.Background(), e.key); err != nil || rec.Owner != again.Owner || rec.Status != sqsonce.StatusCompleted {
+	if rec, err := e.records(e.db).Get(context.Background(), e.key); err != nil || rec.Owner != again.Owner || rec.Status != store.StatusCompleted {
 		t.Errorf("the new completion was touched: %+v, %v", rec, err)
 	}
 }

@@ -4,7 +4,7 @@ package storeenv
 
 import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
-func redisFromEnv(envconfig.Lookup) (sqsonce.Store, error) { return nil, noRedis() }
+func redisFromEnv(envconfig.Lookup) (store.Store, error) { return nil, noRedis() }

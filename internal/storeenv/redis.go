@@ -4,11 +4,11 @@ package storeenv
 
 import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/redisstore"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
-func redisFromEnv(lookup envconfig.Lookup) (sqsonce.Store, error) {
+func redisFromEnv(lookup envconfig.Lookup) (store.Store, error) {
 	s, err := redisstore.FromEnv(lookup)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ package storeenv_test
 import (
 	"context"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
@@ -17,7 +19,7 @@ import (
 // processor on it runs a key once.
 func TestFromEnvRedis(t *testing.T) {
 	srv := redisserver.Start(t)
-	store, err := storeenv.FromEnv(envconfig.Map(map[string]string{"STORE": "redis", "REDIS_URL": "redis://" + srv.Addr}))
+	store, err := storeenv.FromEnv(envconfig.Map(map[string]string{"STORE": "redis", "REDIS_URL": "redis://" + srv.Addr}), aws.Config{})
 	if err != nil || store == nil {
 		t.Fatalf("STORE=redis: %v, %v", store, err)
 	}

@@ -3,8 +3,11 @@ package storeenv
 import (
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // The STORE values.
@@ -13,18 +16,19 @@ const (
 	Redis    = "redis"
 )
 
-// FromEnv returns the store STORE names: nil for dynamodb (sqsonce.New
-// then builds the DynamoDB store on IDEMPOTENCY_TABLE), the Redis store for
-// redis in a build with the tag redis. The store lives as long as the
-// process (a Lambda function's). The error names the variable.
-func FromEnv(lookup envconfig.Lookup) (sqsonce.Store, error) {
+// FromEnv returns the store STORE names, the one place it is read: for
+// dynamodb the DynamoDB store on IDEMPOTENCY_TABLE through a client on
+// awsCfg (dynamostore.FromEnv), for redis the Redis store on REDIS_URL in a
+// build with the tag redis (redisstore.FromEnv). The store lives as long
+// as the process (a Lambda function's). The error names the variables.
+func FromEnv(lookup envconfig.Lookup, awsCfg aws.Config) (store.Store, error) {
 	r := envconfig.NewReader(lookup)
 	kind := r.OneOf("STORE", DynamoDB, DynamoDB, Redis)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	if kind == DynamoDB {
-		return nil, nil
+		return dynamostore.FromEnv(lookup, awsCfg)
 	}
 	return redisFromEnv(lookup)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // knownGaps are the properties moto_server cannot show; each is checked on
@@ -305,7 +306,7 @@ func checkWiring(t *testing.T, st *samstack.Stack) {
 		if err != nil {
 			t.Fatalf("processor refuses the deployed environment: %v", err)
 		}
-		if pc.Table != out("IdempotencyTableName") || pc.KeyPrefix != keyPrefix || strconv.Itoa(pc.MaxConcurrency) != p["RecordConcurrency"] {
+		if ddb, ok := pc.Store.(*dynamostore.Store); !ok || ddb.Table() != out("IdempotencyTableName") || pc.KeyPrefix != keyPrefix || strconv.Itoa(pc.MaxConcurrency) != p["RecordConcurrency"] {
 			t.Errorf("processor config %+v", pc)
 		}
 		rc, err := replay.LoadConfig(envconfig.Map(lambdaEnv(rep)))

@@ -23,6 +23,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // business records the side effects of the processor's business handler and
@@ -158,8 +160,8 @@ func (b *stackBundle) settle(t *testing.T, url string, ev events.SQSEvent, resp 
 func (b *stackBundle) record(t *testing.T, key string) map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	out, err := b.ddb.GetItem(b.ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(b.processorCfg.Table),
-		Key:            map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: sqsonce.RecordID(b.keyPrefix, key)}},
+		TableName:      aws.String(b.processorCfg.Store.(*dynamostore.Store).Table()),
+		Key:            map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: store.RecordID(b.keyPrefix, key)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -169,7 +171,7 @@ func (b *stackBundle) record(t *testing.T, key string) map[string]ddbtypes.Attri
 }
 
 func status(item map[string]ddbtypes.AttributeValue) string {
-	if s, ok := item[sqsonce.AttrStatus].(*ddbtypes.AttributeValueMemberS); ok {
+	if s, ok := item[dynamostore.AttrStatus].(*ddbtypes.AttributeValueMemberS); ok {
 		return s.Value
 	}
 	return ""
@@ -198,10 +200,10 @@ func TestProcessorOnDeployedStackProcessesOnce(t *testing.T) {
 		t.Fatalf("business ran %d times, want 1", n)
 	}
 	rec := b.record(t, id)
-	if status(rec) != string(sqsonce.StatusCompleted) {
+	if status(rec) != string(store.StatusCompleted) {
 		t.Fatalf("record %s#%s = %v, want COMPLETED", b.keyPrefix, id, rec)
 	}
-	if _, ok := rec[sqsonce.AttrExpiresAt]; !ok {
+	if _, ok := rec[dynamostore.AttrExpiresAt]; !ok {
 		t.Error("completed record has no expiresAt, the table's TTL attribute")
 	}
 
@@ -240,7 +242,7 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := status(b.record(t, original)); s != "" && s != string(sqsonce.StatusReleased) {
+	if s := status(b.record(t, original)); s != "" && s != string(store.StatusReleased) {
 		t.Errorf("a failed message left a lock behind: status %q", s)
 	}
 	if got := mototest.Receive(t, mototest.Config(t), b.mainURL, 1, 2*time.Second); len(got) != 0 {
@@ -296,7 +298,7 @@ func TestDeadLetterReplayedToDeployedMainQueue(t *testing.T) {
 	if n := b.business.count(body); n != b.maxReceiveCount+1 {
 		t.Errorf("business ran %d times, want %d: %d failures and 1 success", n, b.maxReceiveCount+1, b.maxReceiveCount)
 	}
-	if s := status(b.record(t, original)); s != string(sqsonce.StatusCompleted) {
+	if s := status(b.record(t, original)); s != string(store.StatusCompleted) {
 		t.Errorf("record of the original id is %q, want COMPLETED", s)
 	}
 	for _, url := range []string{b.mainURL, b.dlqURL, b.opURL} {

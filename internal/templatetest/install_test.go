@@ -16,6 +16,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // Queues a user already has, in the static tests' account and region
@@ -359,7 +360,7 @@ func clientGrants(t *testing.T, fnID string, where map[string][]string) []grant 
 	switch fnID {
 	case processorID:
 		clients = []client{
-			{reflect.TypeFor[sqsonce.DynamoDBAPI](), "dynamodb", map[string]string{
+			{reflect.TypeFor[dynamostore.API](), "dynamodb", map[string]string{
 				"dynamodb:DeleteItem": "DynamoDBStore.Forget, the CLI's forget",
 				"dynamodb:Scan":       "DynamoDBStore.Locks, the CLI's status --locks",
 			}},

@@ -47,8 +47,8 @@ var loaders = map[string]func(envconfig.Lookup) error{
 func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := target.FromEnv(lookup, awsCfg, nil)
-	store, serr := storeenv.FromEnv(lookup)
-	cfg.AWS, cfg.Target, cfg.Store = awsCfg, tg, store
+	s, serr := storeenv.FromEnv(lookup, awsCfg)
+	cfg.AWS, cfg.Target, cfg.Store = awsCfg, tg, s
 	return cfg, errors.Join(err, terr, serr)
 }
 

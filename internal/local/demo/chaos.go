@@ -2,9 +2,7 @@ package demo
 
 import (
 	"encoding/json"
-
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -12,8 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // The -chaos levels.
@@ -121,8 +122,8 @@ func completedRecord(body []byte) string {
 		return ""
 	}
 	for _, v := range in.ExpressionAttributeValues {
-		if v["S"] == string(sqsonce.StatusCompleted) {
-			return in.Key[sqsonce.AttrID]["S"]
+		if v["S"] == string(store.StatusCompleted) {
+			return in.Key[dynamostore.AttrID]["S"]
 		}
 	}
 	return ""

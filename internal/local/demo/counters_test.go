@@ -19,7 +19,8 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // TestOutcomeCounterCountsEachRecordOnce logs as the processor does (the
@@ -72,7 +73,7 @@ func TestChaosLogNamesFaultedCompletions(t *testing.T) {
 	body := func(in *dynamodb.UpdateItemInput) []byte {
 		t.Helper()
 		raw, err := json.Marshal(map[string]any{
-			"Key":                       map[string]map[string]string{sqsonce.AttrID: {"S": in.Key[sqsonce.AttrID].(*ddbtypes.AttributeValueMemberS).Value}},
+			"Key":                       map[string]map[string]string{dynamostore.AttrID: {"S": in.Key[dynamostore.AttrID].(*ddbtypes.AttributeValueMemberS).Value}},
 			"ExpressionAttributeValues": map[string]map[string]string{":s": {"S": in.ExpressionAttributeValues[":s"].(*ddbtypes.AttributeValueMemberS).Value}},
 			"ReturnValues":              string(in.ReturnValues),
 		})
@@ -81,18 +82,18 @@ func TestChaosLogNamesFaultedCompletions(t *testing.T) {
 		}
 		return raw
 	}
-	update := func(id string, status sqsonce.Status, rv ddbtypes.ReturnValue) *dynamodb.UpdateItemInput {
+	update := func(id string, status store.Status, rv ddbtypes.ReturnValue) *dynamodb.UpdateItemInput {
 		return &dynamodb.UpdateItemInput{
-			Key:                       map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}},
+			Key:                       map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}},
 			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: string(status)}},
 			ReturnValues:              rv,
 		}
 	}
 	c := newChaosLog()
-	c.observe("UpdateItem", body(update("p#completed", sqsonce.StatusCompleted, "")), faultproxy.FailAfter)
-	c.observe("UpdateItem", body(update("p#acquired", sqsonce.StatusCompleted, ddbtypes.ReturnValueAllOld)), faultproxy.ResetAfter)
-	c.observe("UpdateItem", body(update("p#delayed", sqsonce.StatusCompleted, "")), faultproxy.Delay(1))
-	c.observe("UpdateItem", body(update("p#passed", sqsonce.StatusCompleted, "")), faultproxy.Pass)
+	c.observe("UpdateItem", body(update("p#completed", store.StatusCompleted, "")), faultproxy.FailAfter)
+	c.observe("UpdateItem", body(update("p#acquired", store.StatusCompleted, ddbtypes.ReturnValueAllOld)), faultproxy.ResetAfter)
+	c.observe("UpdateItem", body(update("p#delayed", store.StatusCompleted, "")), faultproxy.Delay(1))
+	c.observe("UpdateItem", body(update("p#passed", store.StatusCompleted, "")), faultproxy.Pass)
 	c.observe("SendMessageBatch", []byte(`{}`), faultproxy.Throttle)
 	for id, want := range map[string]bool{"p#completed": true, "p#acquired": false, "p#delayed": false, "p#passed": false} {
 		if got := c.hitCompletion(id); got != want {

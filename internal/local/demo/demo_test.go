@@ -22,6 +22,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }
@@ -362,7 +363,7 @@ func TestStackMode(t *testing.T) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	procCfg := info.processorCfg
-	procCfg.Store = sqsonce.NewDynamoDBStore(serializeWrites(dynamodb.NewFromConfig(awsCfg)), procCfg.Table)
+	procCfg.Store = dynamostore.New(serializeWrites(dynamodb.NewFromConfig(awsCfg)), info.table)
 	procCfg.AWS, procCfg.Logger = awsCfg, quiet
 	procH, err := sqsonce.New(procCfg, business)
 	if err != nil {

@@ -26,6 +26,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 const (
@@ -336,7 +338,7 @@ type localRun struct {
 	api, pipe queueAPI
 	// ddb is the processor's DynamoDB client: the table's partitions, each
 	// with its conditional writes atomic per item.
-	ddb      sqsonce.DynamoDBAPI
+	ddb      dynamostore.API
 	chaos    *chaosLog
 	w        Workload
 	producer *producer
@@ -399,7 +401,7 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// The processor's log lines also feed the report's per-record counts.
 	procLog := slog.New(newOutcomeCounter(r.fnLog.Handler(), r.tracker.Outcome))
 	cfg := info.processorCfg
-	cfg.Store = sqsonce.NewDynamoDBStore(ddb, cfg.Table)
+	cfg.Store = dynamostore.New(ddb, info.table)
 	// The processor's SQS calls (operator queue, failure backoff, the queue
 	// check) are the pipeline's: through the fault proxy with -chaos.
 	cfg.AWS, cfg.Logger, cfg.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
@@ -554,7 +556,7 @@ func (r *localRun) observed() Observed {
 	obs.Chaos = r.chaos.stats(r.opts.Chaos, r.opts.Crash)
 	obs.FaultedCompletions = map[string]bool{}
 	for _, k := range r.w.Keys {
-		if r.chaos.hitCompletion(sqsonce.RecordID(r.info.processorCfg.KeyPrefix, k.ID)) {
+		if r.chaos.hitCompletion(store.RecordID(r.info.processorCfg.KeyPrefix, k.ID)) {
 			obs.FaultedCompletions[k.ID] = true
 		}
 	}

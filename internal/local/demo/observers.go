@@ -16,7 +16,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // observeReplays returns a copy of cfg whose SQS clients report every
@@ -74,18 +75,18 @@ func attrInt(attrs map[string]sqstypes.MessageAttributeValue, name string) int {
 // key's completion was recorded) from the documented window (a side effect
 // whose completion was never recorded).
 type completionObserver struct {
-	sqsonce.DynamoDBAPI
+	dynamostore.API
 	// keys maps a record id to the workload key it belongs to.
 	keys   map[string]string
 	report func(Completion)
 }
 
-func newCompletionObserver(api sqsonce.DynamoDBAPI, prefix string, w Workload, report func(Completion)) completionObserver {
+func newCompletionObserver(api dynamostore.API, prefix string, w Workload, report func(Completion)) completionObserver {
 	keys := make(map[string]string, len(w.Keys))
 	for _, k := range w.Keys {
-		keys[sqsonce.RecordID(prefix, k.ID)] = k.ID
+		keys[store.RecordID(prefix, k.ID)] = k.ID
 	}
-	return completionObserver{DynamoDBAPI: api, keys: keys, report: report}
+	return completionObserver{API: api, keys: keys, report: report}
 }
 
 // UpdateItem reports the lock protocol's completions, recognised by the
@@ -93,7 +94,7 @@ func newCompletionObserver(api sqsonce.DynamoDBAPI, prefix string, w Workload, r
 // condition), is the one update that asks for the old item.
 func (c completionObserver) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	sent := time.Now()
-	out, err := c.DynamoDBAPI.UpdateItem(ctx, in, optFns...)
+	out, err := c.API.UpdateItem(ctx, in, optFns...)
 	if key, ours := c.keys[recordID(in.Key)]; ours && setsCompleted(in) {
 		comp := Completion{Key: key, At: sent, OK: err == nil}
 		if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -105,7 +106,7 @@ func (c completionObserver) UpdateItem(ctx context.Context, in *dynamodb.UpdateI
 }
 
 func recordID(key map[string]ddbtypes.AttributeValue) string {
-	if id, ok := key[sqsonce.AttrID].(*ddbtypes.AttributeValueMemberS); ok {
+	if id, ok := key[dynamostore.AttrID].(*ddbtypes.AttributeValueMemberS); ok {
 		return id.Value
 	}
 	return ""
@@ -113,9 +114,9 @@ func recordID(key map[string]ddbtypes.AttributeValue) string {
 
 func setsCompleted(in *dynamodb.UpdateItemInput) bool {
 	return in.ReturnValues != ddbtypes.ReturnValueAllOld &&
-		slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), sqsonce.AttrStatus) &&
+		slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), dynamostore.AttrStatus) &&
 		slices.ContainsFunc(slices.Collect(maps.Values(in.ExpressionAttributeValues)), func(v ddbtypes.AttributeValue) bool {
 			s, ok := v.(*ddbtypes.AttributeValueMemberS)
-			return ok && s.Value == string(sqsonce.StatusCompleted)
+			return ok && s.Value == string(store.StatusCompleted)
 		})
 }

@@ -13,7 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // dynamoPartitions is how many moto_servers hold the idempotency table's
@@ -26,9 +26,9 @@ import (
 const dynamoPartitions = 2
 
 // partitioned routes each call on an item to the item's partition.
-type partitioned []sqsonce.DynamoDBAPI
+type partitioned []dynamostore.AdminAPI
 
-var _ sqsonce.DynamoDBAPI = partitioned(nil)
+var _ dynamostore.AdminAPI = partitioned(nil)
 
 func (p partitioned) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return p[partitionOf(in.Key, len(p))].UpdateItem(ctx, in, optFns...)
@@ -60,7 +60,7 @@ type atomicWrites struct {
 	reads *dynamodb.Client
 }
 
-func serializeWrites(c *dynamodb.Client) sqsonce.DynamoDBAPI {
+func serializeWrites(c *dynamodb.Client) dynamostore.AdminAPI {
 	return atomicWrites{DynamoWriter: motoserver.SerializeWrites(c), reads: c}
 }
 
@@ -158,7 +158,7 @@ func copyTable(ctx context.Context, from tableAPI, to tableCreator, table string
 // partition URL (or the stack's own server when there are none), each with
 // its conditional writes made atomic per item, and with -chaos behind a
 // fault proxy of its own. The table is copied to each partition first.
-func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (sqsonce.DynamoDBAPI, func(), error) {
+func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (dynamostore.AdminAPI, func(), error) {
 	if len(urls) == 0 {
 		cfg, closeProxy, err := pipelineConfig(awsCfg, aws.ToString(awsCfg.BaseEndpoint), opts, chaos, 1)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // TestPartitionsKeepEachItemOnOneServer copies the table to a second
@@ -39,7 +39,7 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 	}
 	parts := partitioned{serializeWrites(clients[0]), serializeWrites(clients[1])}
 	key := func(id string) map[string]ddbtypes.AttributeValue {
-		return map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
+		return map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
 	}
 	create := func(id string) error {
 		_, err := parts.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -47,7 +47,7 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 			Key:                       key(id),
 			UpdateExpression:          aws.String("SET #s = :s"),
 			ConditionExpression:       aws.String("attribute_not_exists(#id)"),
-			ExpressionAttributeNames:  map[string]string{"#s": sqsonce.AttrStatus, "#id": sqsonce.AttrID},
+			ExpressionAttributeNames:  map[string]string{"#s": dynamostore.AttrStatus, "#id": dynamostore.AttrID},
 			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: "PROCESSING"}},
 		})
 		return err
@@ -74,7 +74,7 @@ func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
 		id := fmt.Sprintf("p#order-%05d", i)
 		if _, err := parts.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(table), Key: key(id), ConditionExpression: aws.String("attribute_exists(#id)"),
-			ExpressionAttributeNames: map[string]string{"#id": sqsonce.AttrID},
+			ExpressionAttributeNames: map[string]string{"#id": dynamostore.AttrID},
 		}); err != nil {
 			t.Errorf("delete %s: %v, want it deleted on its partition", id, err)
 		}

@@ -22,6 +22,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 func TestLedgerAppendsConcurrentlyAndReadsBack(t *testing.T) {
@@ -207,21 +209,21 @@ func TestCompletionObserver(t *testing.T) {
 	api := &fakeDynamo{}
 	var got []Completion
 	obs := newCompletionObserver(api, "fn", w, func(c Completion) { got = append(got, c) })
-	store := sqsonce.NewDynamoDBStore(obs, "table")
+	st := dynamostore.New(obs, "table")
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	now := time.Now()
 
-	lease, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: sqsonce.RecordID("fn", w.Keys[0].ID), Owner: "o", Now: now, LockUntil: now.Add(time.Second)})
+	lease, err := st.Acquire(ctx, store.AcquireRequest{ID: store.RecordID("fn", w.Keys[0].ID), Owner: "o", Now: now, LockUntil: now.Add(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Complete(ctx, lease, now.Add(time.Hour), nil); err != nil {
+	if err := st.Complete(ctx, lease, now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	api.updateErr = errors.New("throttled")
-	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour), nil)
-	_ = store.Complete(ctx, sqsonce.Lease{ID: sqsonce.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour), nil)
-	_ = store.Release(ctx, lease, now)
+	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour), nil)
+	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour), nil)
+	_ = st.Release(ctx, lease, now)
 
 	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||
 		got[1].Key != w.Keys[1].ID || got[1].OK {
@@ -233,7 +235,7 @@ func TestCompletionObserver(t *testing.T) {
 // holds no item.
 type fakeDynamo struct{ updateErr error }
 
-var _ sqsonce.DynamoDBAPI = (*fakeDynamo)(nil)
+var _ dynamostore.API = (*fakeDynamo)(nil)
 
 func (f *fakeDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return &dynamodb.UpdateItemOutput{}, f.updateErr
@@ -265,8 +267,8 @@ func TestPartitionedRoutesEachItemToOnePartition(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := range 20 {
-		id := sqsonce.RecordID("p", fmt.Sprintf("order-%05d", i))
-		key := map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
+		id := store.RecordID("p", fmt.Sprintf("order-%05d", i))
+		key := map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}}
 		_, _ = parts.UpdateItem(ctx, &dynamodb.UpdateItemInput{Key: key})
 		_, _ = parts.GetItem(ctx, &dynamodb.GetItemInput{Key: key})
 		_, _ = parts.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key})

@@ -22,7 +22,8 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 const (
@@ -338,13 +339,13 @@ func (r *stackRun) pollCompleted(ctx context.Context) error {
 	byID := map[string]string{}
 	for _, k := range r.expected {
 		if k != "" && !r.completed[k] {
-			byID[sqsonce.RecordID(prefix, k)] = k
+			byID[store.RecordID(prefix, k)] = k
 		}
 	}
 	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(byID)), 100) {
 		ka := ddbtypes.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
 		for _, id := range chunk {
-			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{sqsonce.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}})
+			ka.Keys = append(ka.Keys, map[string]ddbtypes.AttributeValue{dynamostore.AttrID: &ddbtypes.AttributeValueMemberS{Value: id}})
 		}
 		// Unprocessed keys are simply read again on the next poll.
 		out, err := r.ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{table: ka}})
@@ -352,8 +353,8 @@ func (r *stackRun) pollCompleted(ctx context.Context) error {
 			return fmt.Errorf("read the idempotency table %s: %w", table, err)
 		}
 		for _, item := range out.Responses[table] {
-			status, _ := item[sqsonce.AttrStatus].(*ddbtypes.AttributeValueMemberS)
-			if k, ok := byID[recordID(item)]; ok && status != nil && status.Value == string(sqsonce.StatusCompleted) {
+			status, _ := item[dynamostore.AttrStatus].(*ddbtypes.AttributeValueMemberS)
+			if k, ok := byID[recordID(item)]; ok && status != nil && status.Value == string(store.StatusCompleted) {
 				r.completed[k] = true
 			}
 		}

@@ -116,7 +116,7 @@ func Name(prefix string) string {
 	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "-" + strconv.FormatInt(seq.Add(1), 10)
 }
 
-// NewIdempotencyTable creates a table with the schema sqsonce.DynamoDBStore
+// NewIdempotencyTable creates a table with the schema dynamostore.Store
 // expects (partition key id, string) and returns its name.
 func NewIdempotencyTable(t testing.TB, cfg aws.Config) string {
 	t.Helper()
