@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // BenchmarkRecord handles one record per iteration against DynamoDB on
@@ -37,7 +38,7 @@ func BenchmarkRecord(b *testing.B) {
 			d := newLockDynamo(b)
 			calls := new(atomic.Int32)
 			p, err := sqsonce.New(sqsonce.Config{
-				Store:      sqsonce.NewDynamoDBStore(lockCountingDynamo{DynamoDBAPI: d.api, calls: calls}, d.table),
+				Store:      dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table),
 				KeyPrefix:  "bench",
 				LocalCache: c.cache,
 				Key:        sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),

@@ -9,20 +9,23 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue, on moto_server
-// through the default store (Config.Table with Config.AWS, as a deployed
-// function has it) and a real operator queue.
+// through the DynamoDB store (as a deployed function has it) and a real
+// operator queue.
 func TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue(t *testing.T) {
 	t.Parallel()
 	awsCfg := mototest.Config(t)
 	operator := mototest.NewQueue(t, awsCfg, false, nil)
 	p, err := sqsonce.New(sqsonce.Config{
-		Table: mototest.NewIdempotencyTable(t, awsCfg), KeyPrefix: "test", AWS: awsCfg, Logger: lockQuiet,
+		Store:     dynamostore.New(dynamodb.NewFromConfig(awsCfg), mototest.NewIdempotencyTable(t, awsCfg)),
+		KeyPrefix: "test", AWS: awsCfg, Logger: lockQuiet,
 		ValidatePayload: true, Key: sqsonce.KeyFromBody("/orderId"), OperatorQueueURL: operator,
 	}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {

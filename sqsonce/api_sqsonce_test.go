@@ -91,8 +91,8 @@ func TestAPIWithoutAWS(t *testing.T) {
 
 func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 	t.Parallel()
-	store := sqsoncetest.NewStore()
-	cfg := sqsonce.Config{Store: store, KeyPrefix: "test", Logger: lockQuiet}
+	st := sqsoncetest.NewStore()
+	cfg := sqsonce.Config{Store: st, KeyPrefix: "test", Logger: lockQuiet}
 	p, err := sqsonce.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,31 +157,31 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	t.Parallel()
 	region := aws.Config{Region: "us-east-1"}
 	handler := func(context.Context, events.SQSMessage) error { return nil }
-	store := sqsoncetest.NewStore()
+	st := sqsoncetest.NewStore()
 	tests := []struct {
 		field   string
 		cfg     sqsonce.Config
 		handler sqsonce.Handler
 	}{
-		{"Table", sqsonce.Config{KeyPrefix: "p", AWS: region}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: store}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: store, KeyPrefix: "a b"}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: store, KeyPrefix: "orders#v2"}, nil},
-		{"Key", sqsonce.Config{Store: store, KeyPrefix: "p", Key: sqsonce.KeyFromBody("orderId")}, nil},
-		{"Key", sqsonce.Config{Store: store, KeyPrefix: "p", Key: sqsonce.KeyFromAttribute("")}, nil},
-		{"Key", sqsonce.Config{Store: store, KeyPrefix: "p", Key: sqsonce.KeyFunc(nil)}, nil},
-		{"LockTimeout", sqsonce.Config{Store: store, KeyPrefix: "p", LockTimeout: 13 * time.Hour}, nil},
-		{"DedupeWindow", sqsonce.Config{Store: store, KeyPrefix: "p", DedupeWindow: -time.Second}, nil},
-		{"InProgress", sqsonce.Config{Store: store, KeyPrefix: "p", InProgress: "later"}, nil},
-		{"MaxConcurrency", sqsonce.Config{Store: store, KeyPrefix: "p", MaxConcurrency: -1}, nil},
-		{"MaxConcurrency", sqsonce.Config{Store: store, KeyPrefix: "p", MaxConcurrency: 1001}, nil},
-		{"LocalCache", sqsonce.Config{Store: store, KeyPrefix: "p", LocalCache: -1}, nil},
-		{"FailureBackoffBase", sqsonce.Config{Store: store, KeyPrefix: "p", FailureBackoffBase: -time.Second}, nil},
-		// The default store is DynamoDB's; SQS is called for an operator
-		// queue: both need a region.
-		{"AWS", sqsonce.Config{Table: "t", KeyPrefix: "p"}, nil},
-		{"AWS", sqsonce.Config{Store: store, KeyPrefix: "p", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
-		{"Target", sqsonce.Config{Store: store, KeyPrefix: "p", Target: apiTarget{}}, handler},
+		{"Store", sqsonce.Config{KeyPrefix: "p", AWS: region}, nil},
+		{"KeyPrefix", sqsonce.Config{Store: st}, nil},
+		{"KeyPrefix", sqsonce.Config{Store: st, KeyPrefix: "a b"}, nil},
+		{"KeyPrefix", sqsonce.Config{Store: st, KeyPrefix: "orders#v2"}, nil},
+		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFromBody("orderId")}, nil},
+		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFromAttribute("")}, nil},
+		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFunc(nil)}, nil},
+		{"LockTimeout", sqsonce.Config{Store: st, KeyPrefix: "p", LockTimeout: 13 * time.Hour}, nil},
+		{"DedupeWindow", sqsonce.Config{Store: st, KeyPrefix: "p", DedupeWindow: -time.Second}, nil},
+		{"InProgress", sqsonce.Config{Store: st, KeyPrefix: "p", InProgress: "later"}, nil},
+		{"MaxConcurrency", sqsonce.Config{Store: st, KeyPrefix: "p", MaxConcurrency: -1}, nil},
+		{"MaxConcurrency", sqsonce.Config{Store: st, KeyPrefix: "p", MaxConcurrency: 1001}, nil},
+		{"LocalCache", sqsonce.Config{Store: st, KeyPrefix: "p", LocalCache: -1}, nil},
+		{"FailureBackoffBase", sqsonce.Config{Store: st, KeyPrefix: "p", FailureBackoffBase: -time.Second}, nil},
+		// A store is required.
+		{"Store", sqsonce.Config{KeyPrefix: "p"}, nil},
+		// SQS is called for an operator queue: it needs a region.
+		{"AWS", sqsonce.Config{Store: st, KeyPrefix: "p", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
+		{"Target", sqsonce.Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, handler},
 	}
 	for _, tt := range tests {
 		_, err := sqsonce.New(tt.cfg, tt.handler)
@@ -198,7 +198,7 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	}
 
 	// Every bad field at once, and nothing about AWS with a Store.
-	_, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "a b", InProgress: "later", LocalCache: -1}, nil)
+	_, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "a b", InProgress: "later", LocalCache: -1}, nil)
 	for _, field := range []string{"KeyPrefix", "InProgress", "LocalCache"} {
 		if err == nil || !strings.Contains(err.Error(), "Config."+field+":") {
 			t.Errorf("error %v does not name Config.%s", err, field)
@@ -208,10 +208,10 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 		t.Errorf("error %v asks for AWS, for a Config with a Store and no SQS", err)
 	}
 	// A Target without a Handler, or a Handler alone, is a Processor.
-	if _, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "p", Target: apiTarget{}}, nil); err != nil {
+	if _, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, nil); err != nil {
 		t.Errorf("a Target alone: %v", err)
 	}
-	if _, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "p"}, handler); err != nil {
+	if _, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p"}, handler); err != nil {
 		t.Errorf("a Handler on a Store, without AWS: %v", err)
 	}
 }
@@ -233,7 +233,7 @@ func TestAPIConfigFromEnvReadsTheDeployedFunctionsVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Table != "orders-idem" || cfg.KeyPrefix != "orders-fn" || cfg.FunctionName != "orders-fn" || cfg.Key.String() != "body:/orderId" ||
+	if cfg.KeyPrefix != "orders-fn" || cfg.FunctionName != "orders-fn" || cfg.Key.String() != "body:/orderId" ||
 		cfg.LockTimeout != 9*time.Second || cfg.DedupeWindow != time.Hour || cfg.InProgress != sqsonce.InProgressDrop ||
 		cfg.MaxConcurrency != 3 || !cfg.ValidatePayload || cfg.LocalCache != 50 || cfg.FailureBackoffBase != 2*time.Second ||
 		cfg.OperatorQueueURL != env["OPERATOR_QUEUE_URL"] || cfg.QueueURL != env["QUEUE_URL"] {
@@ -260,7 +260,8 @@ func TestAPIConfigFromEnvErrorsNameTheVariables(t *testing.T) {
 		env  map[string]string
 		bad  []string
 	}{
-		{"nothing set", map[string]string{}, []string{"IDEMPOTENCY_TABLE", "KEY_PREFIX"}},
+		// IDEMPOTENCY_TABLE is the DynamoDB store's (dynamostore.FromEnv).
+		{"nothing set", map[string]string{}, []string{"KEY_PREFIX"}},
 		{"every value wrong", map[string]string{
 			"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "orders#v2", "IDEMPOTENCY_KEY": "body:orderId", "IN_PROGRESS": "later",
 			"MAX_CONCURRENCY": "0", "LOCAL_CACHE": "-1", "LOCK_TIMEOUT": "forever", "DEDUPE_WINDOW": "0",
@@ -334,7 +335,7 @@ func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
 	t.Setenv("TARGET", "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/q")
 	t.Setenv("IDEMPOTENCY_TABLE", "t")
 	t.Setenv("KEY_PREFIX", "p")
-	p, err := sqsonce.FromEnv(context.Background(), func(context.Context, events.SQSMessage) error { return nil })
+	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: sqsoncetest.NewStore()}, func(context.Context, events.SQSMessage) error { return nil })
 	if p != nil || err == nil || !strings.Contains(err.Error(), "TARGET") {
 		t.Errorf("FromEnv with TARGET set: %v, %v; want an error naming TARGET", p, err)
 	}

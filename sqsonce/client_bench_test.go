@@ -15,8 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
+	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/instantaws"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // clientCompletedItem is the record a duplicate's acquire is refused by, as
@@ -113,9 +115,13 @@ func clientProcessor(b *testing.B, url string, cache int, fail bool) *sqsonce.Pr
 	if err != nil {
 		b.Fatal(err)
 	}
+	st, err := dynamostore.FromEnv(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "bench-table"}), awsCfg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	p, err := sqsonce.New(sqsonce.Config{
 		AWS:        awsCfg,
-		Table:      "bench-table",
+		Store:      st,
 		KeyPrefix:  "bench",
 		LocalCache: cache,
 		Key:        sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body[10 : len(m.Body)-2], nil }),

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/keyprefix"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // InProgressPolicy is what Handle does with a message whose key another
@@ -198,6 +198,16 @@ func (c *Config) setting(field string) string {
 		return v
 	}
 	return "Config." + field
+}
+
+// storeSetting names what configures the store, for a hint in the log: the
+// table's variable when the configuration came from the environment (the
+// deployed function's store is DynamoDB unless STORE says otherwise).
+func (c *Config) storeSetting() string {
+	if c.fromEnv {
+		return "IDEMPOTENCY_TABLE (or STORE's server), its key schema (id, string)"
+	}
+	return "Config.Store (its table and key schema (id, string), or its server)"
 }
 
 // ConfigError is a Config field that cannot work.

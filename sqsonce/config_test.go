@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
+	"github.com/sqs-once/sqs-once/internal/keyprefix"
+	"github.com/sqs-once/sqs-once/sqsonce/store/memstore"
 )
 
 func TestConfigFromEnvDefaults(t *testing.T) {
@@ -41,7 +43,7 @@ func TestConfigFromEnvNamesEveryBadVariable(t *testing.T) {
 		"FAILURE_BACKOFF_BASE": "-1",
 		"OPERATOR_QUEUE_URL":   "operator",
 	}))
-	for _, name := range []string{"IDEMPOTENCY_TABLE", "KEY_PREFIX", "IDEMPOTENCY_KEY", "LOCK_TIMEOUT", "DEDUPE_WINDOW",
+	for _, name := range []string{"KEY_PREFIX", "IDEMPOTENCY_KEY", "LOCK_TIMEOUT", "DEDUPE_WINDOW",
 		"IN_PROGRESS", "MAX_CONCURRENCY", "FAILURE_BACKOFF_BASE", "OPERATOR_QUEUE_URL"} {
 		if err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("error does not name %s: %v", name, err)
@@ -63,8 +65,8 @@ func TestConfigFromEnvRejectsCollidingKeyPrefixes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "KEY_PREFIX") {
 			t.Errorf("KEY_PREFIX=%q accepted (%v)", prefix, err)
 		}
-		if CheckKeyPrefix(prefix) == nil {
-			t.Errorf("CheckKeyPrefix(%q) accepted", prefix)
+		if keyprefix.Check(prefix) == nil {
+			t.Errorf("keyprefix.Check(%q) accepted", prefix)
 		}
 	}
 }
@@ -142,9 +144,9 @@ func configFields(err error) []string {
 func TestNewFillsDefaultsAndNamesTheFieldThatCannotWork(t *testing.T) {
 	t.Parallel()
 	handler := func(context.Context, events.SQSMessage) error { return nil }
-	// The default store's configuration: New builds its client, and calls
-	// nothing (the endpoint, a closed loopback port, could answer nothing).
-	valid := Config{Table: "t", KeyPrefix: "p", AWS: aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}}
+	// New builds the SQS client, and calls nothing (the endpoint, a closed
+	// loopback port, could answer nothing).
+	valid := Config{Store: memstore.New(), KeyPrefix: "p", AWS: aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}}
 	if _, err := New(valid, handler); err != nil {
 		t.Fatalf("zero values must mean the defaults (MaxConcurrency 0 used to hang): %v", err)
 	}
@@ -160,7 +162,7 @@ func TestNewFillsDefaultsAndNamesTheFieldThatCannotWork(t *testing.T) {
 		field  string
 		modify func(*Config)
 	}{
-		{"Table", func(c *Config) { c.Table = "" }},
+		{"Store", func(c *Config) { c.Store = nil }},
 		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "" }},
 		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a#b" }},
 		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a\u200bb" }},
@@ -176,7 +178,10 @@ func TestNewFillsDefaultsAndNamesTheFieldThatCannotWork(t *testing.T) {
 		{"FailureBackoffBase", func(c *Config) { c.FailureBackoffBase = 13 * time.Hour }},
 		{"LocalCache", func(c *Config) { c.LocalCache = -1 }},
 		{"Target", func(c *Config) { c.Target = deliverNothing{} }},
-		{"AWS", func(c *Config) { c.AWS = aws.Config{} }},
+		// SQS calls (here the operator queue's) need an AWS configuration.
+		{"AWS", func(c *Config) {
+			c.AWS, c.OperatorQueueURL = aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/operator"
+		}},
 	}
 	for _, tt := range tests {
 		cfg := valid
@@ -197,6 +202,7 @@ func TestNewNamesTheVariableOfAConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Store = memstore.New()
 	cfg.AWS = aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}
 	cfg.MaxConcurrency = -1
 	_, err = New(cfg, nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // order is what the API handler of the DoResult tests answers.
@@ -19,9 +20,9 @@ type order struct {
 
 // doProcessor is a Processor for Do on e's store (counted) and clock, with
 // configure applied; sleep is the wait's (nil: none).
-func (e *lockEnv) doProcessor(t *testing.T, store sqsonce.Store, sleep func(context.Context, time.Duration) error, configure ...func(*sqsonce.Config)) *sqsonce.Processor {
+func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.Context, time.Duration) error, configure ...func(*sqsonce.Config)) *sqsonce.Processor {
 	t.Helper()
-	cfg := e.lockConfig(store)
+	cfg := e.lockConfig(st)
 	cfg.Rand = func() float64 { return 0.5 }
 	for _, c := range configure {
 		c(&cfg)
@@ -50,7 +51,7 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 			t.Fatalf("first call: %+v, %v, runs %d; want the order, nil, 1 run", first, err, runs)
 		}
 		if got := e.calls.Load(); got != 2 {
-			t.Errorf("first call made %d store calls, want 2 (acquire, complete with the result)", got)
+			t.Errorf("first call made %d st calls, want 2 (acquire, complete with the result)", got)
 		}
 		rec, _ := e.read(t, lockID("req-1"))
 		if string(rec.Result) != `{"id":"o-1","total":12.5}` {
@@ -65,14 +66,14 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 			t.Errorf("repeated call: %+v, %v, runs %d; want the first answer, nil, fn not run", again, err, runs)
 		}
 		if got := e.calls.Load(); got != 1 {
-			t.Errorf("repeated call made %d store calls, want 1 (the refused acquire)", got)
+			t.Errorf("repeated call made %d st calls, want 1 (the refused acquire)", got)
 		}
 
 		// The same process again: its cache answers with the result.
 		e.calls.Store(0)
 		cached, err := sqsonce.DoResult(ctx, p, "req-1", place)
 		if err != nil || cached != first || runs != 1 || e.calls.Load() != 0 {
-			t.Errorf("warm repeated call: %+v, %v, runs %d, %d store calls; want the first answer from the cache, no call", cached, err, runs, e.calls.Load())
+			t.Errorf("warm repeated call: %+v, %v, runs %d, %d st calls; want the first answer from the cache, no call", cached, err, runs, e.calls.Load())
 		}
 	})
 }
@@ -104,15 +105,15 @@ func TestDoResultTooLargeCompletesWithoutTheResult(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		ctx := context.Background()
 		p := e.doProcessor(t, e.store, nil)
-		big := strings.Repeat("x", sqsonce.MaxResultSize) // 2 more bytes of JSON quotes
+		big := strings.Repeat("x", store.MaxResultSize) // 2 more bytes of JSON quotes
 		runs := 0
 		v, err := sqsonce.DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return big, nil })
 		var rerr *sqsonce.ResultError
-		if !errors.As(err, &rerr) || rerr.Size != sqsonce.MaxResultSize+2 || v != big {
-			t.Fatalf("too large: value of %d bytes, %v; want the value and a *ResultError of %d bytes", len(v), err, sqsonce.MaxResultSize+2)
+		if !errors.As(err, &rerr) || rerr.Size != store.MaxResultSize+2 || v != big {
+			t.Fatalf("too large: value of %d bytes, %v; want the value and a *ResultError of %d bytes", len(v), err, store.MaxResultSize+2)
 		}
 		rec, _ := e.read(t, lockID("big"))
-		if rec.Status != sqsonce.StatusCompleted || rec.Result != nil {
+		if rec.Status != store.StatusCompleted || rec.Result != nil {
 			t.Errorf("record after a too large result: %s, result of %d bytes; want COMPLETED without a result", rec, len(rec.Result))
 		}
 		_, err = sqsonce.DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return "", nil })
@@ -124,7 +125,7 @@ func TestDoResultTooLargeCompletesWithoutTheResult(t *testing.T) {
 		if !errors.As(err, &rerr) || rerr.Err == nil {
 			t.Errorf("unencodable result: %v, want a *ResultError carrying json's error", err)
 		}
-		if rec, _ := e.read(t, lockID("chan")); rec.Status != sqsonce.StatusCompleted {
+		if rec, _ := e.read(t, lockID("chan")); rec.Status != store.StatusCompleted {
 			t.Errorf("record after an unencodable result: %s, want COMPLETED", rec)
 		}
 	})
@@ -176,18 +177,18 @@ func TestDoResultFailureStoresNothing(t *testing.T) {
 // the holder do what the test says.
 type waitBed struct {
 	e      *lockEnv
-	holder sqsonce.Lease
+	holder store.Lease
 	sleeps atomic.Int32
 	reads  atomic.Int32
 }
 
 // readCounting counts Read calls only: the wait's cost.
 type readCounting struct {
-	sqsonce.Store
+	store.Store
 	reads *atomic.Int32
 }
 
-func (s readCounting) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+func (s readCounting) Read(ctx context.Context, id string) (store.Record, error) {
 	s.reads.Add(1)
 	return s.Store.Read(ctx, id)
 }
@@ -250,7 +251,7 @@ func TestWaitInProgressRunsWhenTheHolderReleases(t *testing.T) {
 	if err != nil || v != "mine" {
 		t.Fatalf("waiter after a release: %q, %v; want its own run", v, err)
 	}
-	if rec, _ := b.e.read(t, lockID("k")); rec.Status != sqsonce.StatusCompleted || rec.Fence != b.holder.Fence+1 {
+	if rec, _ := b.e.read(t, lockID("k")); rec.Status != store.StatusCompleted || rec.Fence != b.holder.Fence+1 {
 		t.Errorf("record %s; want COMPLETED by the waiter, fence %d", rec, b.holder.Fence+1)
 	}
 }

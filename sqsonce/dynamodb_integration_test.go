@@ -18,7 +18,9 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
 // The DynamoDB store on two implementations of the DynamoDB API: moto_server,
@@ -32,7 +34,7 @@ import (
 type backend struct {
 	name     string
 	client   *dynamodb.Client
-	api      sqsonce.DynamoDBAPI
+	api      dynamostore.AdminAPI
 	newTable func(t *testing.T) string
 	// oldItemOnRefusal: a refused write carries the record it was refused
 	// by, so the store needs no GetItem.
@@ -44,7 +46,7 @@ func motoBackend(t *testing.T) backend {
 	client := dynamodb.NewFromConfig(cfg)
 	return backend{
 		// moto's writes made atomic per item, as DynamoDB's are.
-		name: "moto", client: client, api: serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)}, oldItemOnRefusal: true,
+		name: "moto", client: client, api: serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}, oldItemOnRefusal: true,
 		newTable: func(t *testing.T) string { return mototest.NewIdempotencyTable(t, cfg) },
 	}
 }
@@ -68,7 +70,7 @@ func backends(t *testing.T) []backend {
 func TestStoreOnMoto(t *testing.T) {
 	t.Parallel()
 	b := motoBackend(t)
-	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store { return sqsonce.NewDynamoDBStore(b.api, b.newTable(t)) })
+	storetest.TestStore(t, func(t *testing.T) store.Store { return dynamostore.New(b.api, b.newTable(t)) })
 }
 
 // TestStoreOnDynalite: the DynamoDB store passes the conformance suite on
@@ -76,7 +78,7 @@ func TestStoreOnMoto(t *testing.T) {
 func TestStoreOnDynalite(t *testing.T) {
 	t.Parallel()
 	b := dynaliteBackend(t)
-	sqsoncetest.TestStore(t, func(t *testing.T) sqsonce.Store { return sqsonce.NewDynamoDBStore(b.api, b.newTable(t)) })
+	storetest.TestStore(t, func(t *testing.T) store.Store { return dynamostore.New(b.api, b.newTable(t)) })
 }
 
 // calls are the calls per protocol operation that reached c since the
@@ -105,9 +107,9 @@ func sameCalls(got, want map[string]int) bool {
 // doProcessor is a Processor for Do on store, at a clock that stands still
 // at now: a lock taken under a context without a deadline lasts until
 // now+15 min, and a completion's window ends at now+24 h.
-func doProcessor(t *testing.T, store sqsonce.Store, now time.Time, localCache int) *sqsonce.Processor {
+func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *sqsonce.Processor {
 	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +137,8 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 
 	t.Run("completed key is a duplicate", func(t *testing.T) {
-		api := &countingDynamo{DynamoDBAPI: b.api}
-		p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
+		api := &countingDynamo{AdminAPI: b.api}
+		p := doProcessor(t, dynamostore.New(api, b.newTable(t)), now, 0)
 		if err := p.Do(ctx, "order-1", func(context.Context) error { return nil }); err != nil {
 			t.Fatalf("first Do: %v", err)
 		}
@@ -146,7 +148,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		if ran {
 			t.Error("a completed key's function ran again")
 		}
-		var held *sqsonce.HeldError
+		var held *store.HeldError
 		if !errors.Is(err, sqsonce.ErrDuplicate) || !errors.As(err, &held) {
 			t.Fatalf("second Do: %v, want a *HeldError matching ErrDuplicate", err)
 		}
@@ -159,7 +161,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 	})
 
 	t.Run("released key is acquired again", func(t *testing.T) {
-		p := doProcessor(t, sqsonce.NewDynamoDBStore(b.api, b.newTable(t)), now, 0)
+		p := doProcessor(t, dynamostore.New(b.api, b.newTable(t)), now, 0)
 		boom := errors.New("boom")
 		var fences []int64
 		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return boom }); !errors.Is(err, boom) {
@@ -174,8 +176,8 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 	})
 
 	t.Run("held key is in progress until its holder's expiry", func(t *testing.T) {
-		api := &countingDynamo{DynamoDBAPI: b.api}
-		p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
+		api := &countingDynamo{AdminAPI: b.api}
+		p := doProcessor(t, dynamostore.New(api, b.newTable(t)), now, 0)
 		started, finish := make(chan struct{}), make(chan struct{})
 		holder := make(chan error, 1)
 		go func() {
@@ -192,7 +194,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		if ran {
 			t.Error("a held key's function ran in a second Do")
 		}
-		var held *sqsonce.HeldError
+		var held *store.HeldError
 		if !errors.Is(err, sqsonce.ErrInProgress) || !errors.As(err, &held) {
 			t.Fatalf("Do while held: %v, want a *HeldError matching ErrInProgress", err)
 		}
@@ -221,10 +223,10 @@ func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := motoBackend(t)
-	api := &countingDynamo{DynamoDBAPI: b.api}
+	api := &countingDynamo{AdminAPI: b.api}
 	now := time.Now().Truncate(time.Second)
-	p := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 0)
-	cached := doProcessor(t, sqsonce.NewDynamoDBStore(api, b.newTable(t)), now, 10)
+	p := doProcessor(t, dynamostore.New(api, b.newTable(t)), now, 0)
+	cached := doProcessor(t, dynamostore.New(api, b.newTable(t)), now, 10)
 	ok := func(context.Context) error { return nil }
 
 	step := func(what string, want map[string]int, do func() error, wantErr error) {
@@ -289,41 +291,41 @@ func TestDynamoDBStoreUnfencedLock(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			table := b.newTable(t)
-			store := sqsonce.NewDynamoDBStore(b.api, table)
+			st := dynamostore.New(b.api, table)
 			now := time.Now().Truncate(time.Millisecond)
-			id := sqsonce.RecordID("app", "legacy")
+			id := store.RecordID("app", "legacy")
 			lockUntil := now.Add(10 * time.Minute)
 			putItem(t, b, table, map[string]string{
-				sqsonce.AttrID: id, sqsonce.AttrStatus: string(sqsonce.StatusProcessing), "owner": "old-version-owner",
+				dynamostore.AttrID: id, dynamostore.AttrStatus: string(store.StatusProcessing), "owner": "old-version-owner",
 			}, map[string]int64{
-				"lockExpiresAt": lockUntil.UnixMilli(), sqsonce.AttrExpiresAt: lockUntil.Add(time.Hour).Unix(),
+				"lockExpiresAt": lockUntil.UnixMilli(), dynamostore.AttrExpiresAt: lockUntil.Add(time.Hour).Unix(),
 			})
 
-			rec, err := store.Read(ctx, id)
+			rec, err := st.Read(ctx, id)
 			if err != nil {
 				t.Fatalf("Read: %v", err)
 			}
-			if rec.Status != sqsonce.StatusProcessing || rec.Owner != "old-version-owner" || rec.Fence != 0 || !rec.LockExpiresAt.Equal(lockUntil) || !rec.Live(now) {
+			if rec.Status != store.StatusProcessing || rec.Owner != "old-version-owner" || rec.Fence != 0 || !rec.LockExpiresAt.Equal(lockUntil) || !rec.Live(now) {
 				t.Fatalf("Read = %+v, want a live PROCESSING lock of old-version-owner until %s, fence 0", rec, lockUntil)
 			}
-			if _, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, sqsonce.ErrInProgress) {
+			if _, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, sqsonce.ErrInProgress) {
 				t.Fatalf("Acquire of the unfenced live lock: %v, want ErrInProgress", err)
 			}
 
-			if err := store.Release(ctx, sqsonce.Lease{ID: rec.ID, Owner: rec.Owner}, now); err != nil {
+			if err := st.Release(ctx, store.Lease{ID: rec.ID, Owner: rec.Owner}, now); err != nil {
 				t.Fatalf("the operator's release of an unfenced lock: %v", err)
 			}
-			if rec, err := store.Read(ctx, id); err != nil || rec.Status != sqsonce.StatusReleased {
+			if rec, err := st.Read(ctx, id); err != nil || rec.Status != store.StatusReleased {
 				t.Fatalf("after the release: %+v, %v; want RELEASED", rec, err)
 			}
-			lease, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)})
+			lease, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)})
 			if err != nil {
 				t.Fatalf("Acquire after the release: %v", err)
 			}
-			if want := sqsonce.FenceSeed(now) + 1; lease.Fence != want || lease.TookOver {
+			if want := store.FenceSeed(now) + 1; lease.Fence != want || lease.TookOver {
 				t.Errorf("lease %+v, want fence %d (from the clock: the record had none), not a takeover", lease, want)
 			}
-			if rec, err := store.Read(ctx, id); err != nil || rec.Fence != lease.Fence || rec.Owner != "new" {
+			if rec, err := st.Read(ctx, id); err != nil || rec.Fence != lease.Fence || rec.Owner != "new" {
 				t.Errorf("after the acquisition: %+v, %v; want owner new, fence %d", rec, err, lease.Fence)
 			}
 		})
@@ -344,25 +346,25 @@ func TestDynamoDBStoreForeignRecord(t *testing.T) {
 		attrs   map[string]string
 		numbers map[string]int64
 	}{
-		{"unknown status", map[string]string{sqsonce.AttrStatus: "FOO", "owner": "x"}, map[string]int64{"lockExpiresAt": past.UnixMilli(), sqsonce.AttrExpiresAt: past.Unix()}},
-		{"lock without expiry", map[string]string{sqsonce.AttrStatus: string(sqsonce.StatusProcessing), "owner": "x"}, map[string]int64{sqsonce.AttrExpiresAt: now.Add(time.Hour).Unix()}},
-		{"completion without window", map[string]string{sqsonce.AttrStatus: string(sqsonce.StatusCompleted), "owner": "x"}, nil},
+		{"unknown status", map[string]string{dynamostore.AttrStatus: "FOO", "owner": "x"}, map[string]int64{"lockExpiresAt": past.UnixMilli(), dynamostore.AttrExpiresAt: past.Unix()}},
+		{"lock without expiry", map[string]string{dynamostore.AttrStatus: string(store.StatusProcessing), "owner": "x"}, map[string]int64{dynamostore.AttrExpiresAt: now.Add(time.Hour).Unix()}},
+		{"completion without window", map[string]string{dynamostore.AttrStatus: string(store.StatusCompleted), "owner": "x"}, nil},
 	}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			table := b.newTable(t)
-			api := &countingDynamo{DynamoDBAPI: b.api}
-			store := sqsonce.NewDynamoDBStore(api, table)
+			api := &countingDynamo{AdminAPI: b.api}
+			st := dynamostore.New(api, table)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					id := sqsonce.RecordID("app", c.name)
-					attrs := map[string]string{sqsonce.AttrID: id}
+					id := store.RecordID("app", c.name)
+					attrs := map[string]string{dynamostore.AttrID: id}
 					for k, v := range c.attrs {
 						attrs[k] = v
 					}
 					putItem(t, b, table, attrs, c.numbers)
 					calls(api)
-					_, err := store.Acquire(ctx, sqsonce.AcquireRequest{ID: id, Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
+					_, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
 					if !errors.Is(err, sqsonce.ErrMisconfigured) {
 						t.Errorf("Acquire: %v, want ErrMisconfigured", err)
 					}
@@ -376,7 +378,7 @@ func TestDynamoDBStoreForeignRecord(t *testing.T) {
 					if got := calls(api); !sameCalls(got, want) {
 						t.Errorf("calls %v, want %v", got, want)
 					}
-					if _, err := store.Read(ctx, id); !errors.Is(err, sqsonce.ErrMisconfigured) {
+					if _, err := st.Read(ctx, id); !errors.Is(err, sqsonce.ErrMisconfigured) {
 						t.Errorf("Read: %v, want ErrMisconfigured", err)
 					}
 				})

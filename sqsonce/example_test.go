@@ -190,9 +190,10 @@ func ExamplePermanent() {
 
 // An invalid Config is an error naming every bad field, never a panic.
 func ExampleNew_invalid() {
-	_, err := sqsonce.New(sqsonce.Config{Table: "idempotency", KeyPrefix: "orders#v2", InProgress: "wait"}, nil)
+	_, err := sqsonce.New(sqsonce.Config{KeyPrefix: "orders#v2", InProgress: "wait", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil)
 	fmt.Println(err)
 	// Output:
+	// sqsonce: invalid Config.Store: nil: give the store that keeps the lock records (dynamostore.New for a DynamoDB table, sqsoncetest.NewStore in a test)
 	// sqsonce: invalid Config.KeyPrefix: "orders#v2" contains '#', the separator of prefix and key
 	// sqsonce: invalid Config.InProgress: "wait" is not "retry" or "drop"
 	// sqsonce: invalid Config.AWS: no region: load it with config.LoadDefaultConfig
@@ -201,7 +202,7 @@ func ExampleNew_invalid() {
 // ConfigFromEnv reads the deployed function's variables into a Config, for a
 // program that sets more (here a key function) before New.
 func ExampleConfigFromEnv() {
-	env := map[string]string{"IDEMPOTENCY_TABLE": "idempotency", "AWS_LAMBDA_FUNCTION_NAME": "orders-fn", "LOCAL_CACHE": "1000"}
+	env := map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "orders-fn", "LOCAL_CACHE": "1000"}
 	cfg, err := sqsonce.ConfigFromEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
 	if err != nil {
 		log.Fatal(err)
@@ -210,9 +211,9 @@ func ExampleConfigFromEnv() {
 	cfg.Key = sqsonce.KeyFunc(func(msg events.SQSMessage) (string, error) {
 		return msg.Attributes["MessageGroupId"] + "/" + msg.Body, nil
 	})
-	fmt.Println(cfg.Table, cfg.KeyPrefix, cfg.LocalCache, cfg.DedupeWindow, cfg.Key)
+	fmt.Println(cfg.KeyPrefix, cfg.LocalCache, cfg.DedupeWindow, cfg.Key)
 	// Output:
-	// idempotency orders-fn 1000 24h0m0s a key function
+	// orders-fn 1000 24h0m0s a key function
 }
 
 // IsPermanent lets a test of a Handler check how it classifies an error.

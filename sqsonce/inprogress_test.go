@@ -14,12 +14,14 @@ import (
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/memstore"
 )
 
 // inProgressBed is a processor on the in-memory store, with the store's
 // clock and an SQS fake that records visibility changes.
 type inProgressBed struct {
-	store  *sqsoncetest.Store
+	store  *memstore.Store
 	queues *fakeQueues
 	url    string
 	p      *sqsonce.Processor
@@ -78,8 +80,8 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 	b := newInProgressBed(t, nil)
 	// A holder killed while it held the key: its lock runs 30 s more.
 	expiry := b.store.Now().Add(30 * time.Second)
-	b.store.Put(sqsonce.Record{ID: sqsonce.RecordID("orders", "A-1"), Status: sqsonce.StatusProcessing, Owner: "killed",
-		Fence: 7, LockExpiresAt: expiry, ExpiresAt: expiry.Add(sqsonce.FenceRetention)})
+	b.store.Put(store.Record{ID: store.RecordID("orders", "A-1"), Status: store.StatusProcessing, Owner: "killed",
+		Fence: 7, LockExpiresAt: expiry, ExpiresAt: expiry.Add(store.FenceRetention)})
 
 	rec := b.record(t, "m-1", "A-1")
 	if failed := b.handle(t, rec); len(failed) != 1 {
@@ -106,7 +108,7 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 	if b.runs.Load() != 1 {
 		t.Fatalf("handler ran %d times, want once", b.runs.Load())
 	}
-	if rec := b.store.Records()[sqsonce.RecordID("orders", "A-1")]; rec.Status != sqsonce.StatusCompleted || rec.Fence != 8 {
+	if rec := b.store.Records()[store.RecordID("orders", "A-1")]; rec.Status != store.StatusCompleted || rec.Fence != 8 {
 		t.Fatalf("record %+v, want COMPLETED with fence 8 (taken over from 7)", rec)
 	}
 }
@@ -114,14 +116,14 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 // Without any AWS configuration (a test on the in-memory store) the
 // processor makes no SQS call: the in-progress record is simply retried.
 func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
-	store := sqsoncetest.NewStore()
+	st := sqsoncetest.NewStore()
 	var log syncBuffer
-	p, err := sqsonce.New(sqsonce.Config{Store: store, Now: store.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
+	p, err := sqsonce.New(sqsonce.Config{Store: st, Now: st.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
 		func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.Put(sqsonce.Record{ID: "orders#m-1", Status: sqsonce.StatusProcessing, Owner: "o", Fence: 1, LockExpiresAt: store.Now().Add(time.Minute)})
+	st.Put(store.Record{ID: "orders#m-1", Status: store.StatusProcessing, Owner: "o", Fence: 1, LockExpiresAt: st.Now().Add(time.Minute)})
 	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q"}}})
 	if err != nil || len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("Handle = %v, %v; want the record retried", resp, err)

@@ -1,9 +1,9 @@
 package sqsonce
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"

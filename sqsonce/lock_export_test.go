@@ -3,6 +3,8 @@ package sqsonce
 import (
 	"context"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The lock's internals, exported to the lock tests of package sqsonce_test
@@ -110,7 +112,7 @@ func (l *Locker) Acquire(ctx context.Context, key, payloadHash string) (*LockHol
 func (h *LockHold) Context() context.Context { return h.h.ctx }
 
 // Lease is the hold's lease as acquired.
-func (h *LockHold) Lease() Lease { return h.h.lease }
+func (h *LockHold) Lease() store.Lease { return h.h.lease }
 
 // Finish records the work's outcome.
 func (h *LockHold) Finish(ctx context.Context, workErr error) LockResult {
@@ -118,4 +120,4 @@ func (h *LockHold) Finish(ctx context.Context, workErr error) LockResult {
 }
 
 // Abandon leaves the lock to expire.
-func (h *LockHold) Abandon() Lease { return h.h.abandon() }
+func (h *LockHold) Abandon() store.Lease { return h.h.abandon() }

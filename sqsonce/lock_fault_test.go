@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // lockFakeDynamo injects errors the DynamoDB store must classify, where no
@@ -20,7 +21,7 @@ import (
 type lockFakeDynamo struct {
 	// The calls the store does not make on these paths: nil, so one would
 	// panic.
-	sqsonce.DynamoDBAPI
+	dynamostore.AdminAPI
 	mu         sync.Mutex
 	acquireErr error
 	updateErrs []error // consumed one per UpdateItem call after the acquire
@@ -57,7 +58,7 @@ func lockFakeLocker(t *testing.T, fake *lockFakeDynamo, now func() time.Time, sl
 	if sleep == nil {
 		sleep = lockNoSleep
 	}
-	l, err := sqsonce.NewLocker(sqsonce.Config{Store: sqsonce.NewDynamoDBStore(fake, "t"), KeyPrefix: "p", Now: now, Logger: lockQuiet}, nil, sleep)
+	l, err := sqsonce.NewLocker(sqsonce.Config{Store: dynamostore.New(fake, "t"), KeyPrefix: "p", Now: now, Logger: lockQuiet}, nil, sleep)
 	if err != nil {
 		t.Fatal(err)
 	}

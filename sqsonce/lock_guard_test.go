@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockConcurrentHoldersRunHandlerOnce(t *testing.T) {
@@ -52,7 +53,7 @@ func TestLockDuplicateAfterCompletionDoesNotRun(t *testing.T) {
 			t.Fatalf("first delivery: %v (%v), want processed", res.Outcome, res.Err)
 		}
 		rec, _ := e.read(t, lockID("k"))
-		if rec.Status != sqsonce.StatusCompleted {
+		if rec.Status != store.StatusCompleted {
 			t.Errorf("status = %s, want COMPLETED", rec.Status)
 		}
 		wantExpiry := e.clock.Now().Add(time.Hour).Unix()
@@ -66,7 +67,7 @@ func TestLockDuplicateAfterCompletionDoesNotRun(t *testing.T) {
 		if res.Outcome != sqsonce.LockDuplicate || ran {
 			t.Fatalf("second delivery: outcome %v, handler ran %v; want duplicate, not run", res.Outcome, ran)
 		}
-		var held *sqsonce.HeldError
+		var held *store.HeldError
 		if !errors.As(res.Err, &held) || !errors.Is(res.Err, sqsonce.ErrDuplicate) || held.Until().Unix() != wantExpiry {
 			t.Errorf("refusal %v should be a *HeldError matching ErrDuplicate until %d", res.Err, wantExpiry)
 		}
@@ -82,7 +83,7 @@ func TestLockInProgressUntilLockExpiresThenTakenOver(t *testing.T) {
 		if res.Outcome != sqsonce.LockInProgress || !errors.Is(res.Err, sqsonce.ErrInProgress) {
 			t.Fatalf("while locked: %v (%v), want in-progress", res.Outcome, res.Err)
 		}
-		var held *sqsonce.HeldError
+		var held *store.HeldError
 		if !errors.As(res.Err, &held) || !held.Until().Equal(first.LockExpiresAt) {
 			t.Errorf("refusal %v should say the lock ends at %v", res.Err, first.LockExpiresAt)
 		}
@@ -122,7 +123,7 @@ func TestLockFailedHandlerReleasesLockForImmediateRetry(t *testing.T) {
 		if res.Outcome != sqsonce.LockFailed || !errors.Is(res.Err, boom) || res.ReleaseErr != nil {
 			t.Fatalf("failing handler: %v err=%v release=%v", res.Outcome, res.Err, res.ReleaseErr)
 		}
-		if s := e.status(t, lockID("k")); s != sqsonce.StatusReleased {
+		if s := e.status(t, lockID("k")); s != store.StatusReleased {
 			t.Fatalf("status %q, want RELEASED: the record keeps its fence", s)
 		}
 		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockProcessed {
@@ -172,7 +173,7 @@ func TestLockLength(t *testing.T) {
 					ctx, cancel = context.WithDeadline(ctx, deadline)
 					defer cancel()
 				}
-				var rec sqsonce.Record
+				var rec store.Record
 				l.Do(ctx, tt.name, func(context.Context) error { rec, _ = e.read(t, lockID(tt.name)); return nil })
 				if got := rec.LockExpiresAt.UnixMilli(); got != tt.want.UnixMilli() {
 					t.Errorf("lockExpiresAt = %d, want %d", got, tt.want.UnixMilli())
@@ -205,7 +206,7 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 		if rec.Owner != fresh.Owner {
 			t.Fatalf("owner = %s, want the new holder %s", rec.Owner, fresh.Owner)
 		}
-		if rec.Status != sqsonce.StatusProcessing {
+		if rec.Status != store.StatusProcessing {
 			t.Errorf("status = %s: the stale holder overwrote the new holder's record", rec.Status)
 		}
 		if err := e.store.Complete(ctx, fresh, e.clock.Now().Add(time.Hour), nil); err != nil {

@@ -17,7 +17,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/testclock"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // The lock tests on DynamoDB: moto_server, as they ran before the Store
@@ -29,7 +30,7 @@ type lockDynamo struct {
 	client *dynamodb.Client
 	// api is the client as the store sees it: moto's writes made atomic, as
 	// DynamoDB's are (serializedTable).
-	api   sqsonce.DynamoDBAPI
+	api   dynamostore.AdminAPI
 	table string
 }
 
@@ -39,7 +40,7 @@ func newLockDynamo(t testing.TB) lockDynamo {
 	client := dynamodb.NewFromConfig(cfg)
 	return lockDynamo{
 		client: client,
-		api:    serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)},
+		api:    serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)},
 		table:  mototest.NewIdempotencyTable(t, cfg),
 	}
 }
@@ -52,21 +53,21 @@ func newLockDynamoEnv(t testing.TB) *lockEnv { return newLockDynamo(t).env() }
 // env is the lockEnv on d's table.
 func (d lockDynamo) env() *lockEnv {
 	calls := new(atomic.Int32)
-	counted := func() sqsonce.Store {
-		return sqsonce.NewDynamoDBStore(lockCountingDynamo{DynamoDBAPI: d.api, calls: calls}, d.table)
+	counted := func() store.Store {
+		return dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table)
 	}
-	raw := sqsonce.NewDynamoDBStore(d.api, d.table)
+	raw := dynamostore.New(d.api, d.table)
 	return &lockEnv{
 		clock:     testclock.New(time.Now().Truncate(time.Second)),
 		store:     counted(),
 		newStore:  counted,
 		uncounted: raw,
 		calls:     calls,
-		read: func(t *testing.T, id string) (sqsonce.Record, bool) {
+		read: func(t *testing.T, id string) (store.Record, bool) {
 			t.Helper()
 			rec, err := raw.Read(context.Background(), id)
-			if errors.Is(err, sqsonce.ErrNotFound) {
-				return sqsonce.Record{}, false
+			if errors.Is(err, store.ErrNotFound) {
+				return store.Record{}, false
 			}
 			if err != nil {
 				t.Fatalf("read %s: %v", id, err)
@@ -79,20 +80,20 @@ func (d lockDynamo) env() *lockEnv {
 }
 
 // put writes rec's attributes, as the holder that wrote it would have.
-func (d lockDynamo) put(t *testing.T, rec sqsonce.Record) {
+func (d lockDynamo) put(t *testing.T, rec store.Record) {
 	t.Helper()
 	item := map[string]types.AttributeValue{
-		sqsonce.AttrID:     &types.AttributeValueMemberS{Value: rec.ID},
-		sqsonce.AttrStatus: &types.AttributeValueMemberS{Value: string(rec.Status)},
-		"owner":            &types.AttributeValueMemberS{Value: rec.Owner},
-		"fence":            &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Fence, 10)},
-		"payloadHash":      &types.AttributeValueMemberS{Value: rec.PayloadHash},
+		dynamostore.AttrID:     &types.AttributeValueMemberS{Value: rec.ID},
+		dynamostore.AttrStatus: &types.AttributeValueMemberS{Value: string(rec.Status)},
+		"owner":                &types.AttributeValueMemberS{Value: rec.Owner},
+		"fence":                &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Fence, 10)},
+		"payloadHash":          &types.AttributeValueMemberS{Value: rec.PayloadHash},
 	}
 	if !rec.LockExpiresAt.IsZero() {
 		item["lockExpiresAt"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.LockExpiresAt.UnixMilli(), 10)}
 	}
 	if !rec.ExpiresAt.IsZero() {
-		item[sqsonce.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)}
+		item[dynamostore.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)}
 	}
 	if _, err := d.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: item}); err != nil {
 		t.Fatal(err)
@@ -114,31 +115,31 @@ func (d lockDynamo) remove(t *testing.T, id string) {
 }
 
 func lockKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{sqsonce.AttrID: &types.AttributeValueMemberS{Value: id}}
+	return map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberS{Value: id}}
 }
 
 // lockCountingDynamo counts the table calls a store makes.
 type lockCountingDynamo struct {
-	sqsonce.DynamoDBAPI
+	dynamostore.AdminAPI
 	calls *atomic.Int32
 }
 
 func (c lockCountingDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	c.calls.Add(1)
-	return c.DynamoDBAPI.UpdateItem(ctx, in, o...)
+	return c.AdminAPI.UpdateItem(ctx, in, o...)
 }
 
 func (c lockCountingDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.calls.Add(1)
-	return c.DynamoDBAPI.GetItem(ctx, in, o...)
+	return c.AdminAPI.GetItem(ctx, in, o...)
 }
 
 func (c lockCountingDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	c.calls.Add(1)
-	return c.DynamoDBAPI.DeleteItem(ctx, in, o...)
+	return c.AdminAPI.DeleteItem(ctx, in, o...)
 }
 
 func (c lockCountingDynamo) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	c.calls.Add(1)
-	return c.DynamoDBAPI.Scan(ctx, in, o...)
+	return c.AdminAPI.Scan(ctx, in, o...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The lock tests (lock_*_test.go) run the protocol on every store in
@@ -21,26 +22,26 @@ import (
 const lockPrefix = "orders-fn"
 
 // lockID is the record id of key under lockPrefix.
-func lockID(key string) string { return sqsonce.RecordID(lockPrefix, key) }
+func lockID(key string) string { return store.RecordID(lockPrefix, key) }
 
 // lockEnv is one test's table, seen as the holders see it, and its clock.
 type lockEnv struct {
 	clock *testclock.Clock
 	// store is a holder's store: its table calls are counted in calls.
-	store sqsonce.Store
+	store store.Store
 	// newStore is another holder's store on the same table, as separate
 	// Lambda execution environments have; its calls are counted too.
-	newStore func() sqsonce.Store
+	newStore func() store.Store
 	// uncounted is a store on the same table whose calls are not counted:
 	// another holder's, in a test that counts the first one's calls.
-	uncounted sqsonce.Store
+	uncounted store.Store
 	// calls is how many table calls the counted stores made.
 	calls *atomic.Int32
 	// read is the record under id, read past the counter; false when there
 	// is none.
-	read func(t *testing.T, id string) (sqsonce.Record, bool)
+	read func(t *testing.T, id string) (store.Record, bool)
 	// put writes rec as another holder would have written it.
-	put func(t *testing.T, rec sqsonce.Record)
+	put func(t *testing.T, rec store.Record)
 	// remove deletes the record under id, as TTL or an operator does.
 	remove func(t *testing.T, id string)
 }
@@ -70,18 +71,18 @@ func lockOnEachStore(t *testing.T, test func(t *testing.T, e *lockEnv)) {
 func newLockMemoryEnv(testing.TB) *lockEnv {
 	mem := sqsoncetest.NewStore()
 	calls := new(atomic.Int32)
-	counted := func() sqsonce.Store { return lockCountingStore{Store: mem, calls: calls} }
+	counted := func() store.Store { return lockCountingStore{Store: mem, calls: calls} }
 	return &lockEnv{
 		clock:     testclock.New(mem.Now()),
 		store:     counted(),
 		newStore:  counted,
 		uncounted: mem,
 		calls:     calls,
-		read: func(_ *testing.T, id string) (sqsonce.Record, bool) {
+		read: func(_ *testing.T, id string) (store.Record, bool) {
 			rec, ok := mem.Records()[id]
 			return rec, ok
 		},
-		put: func(_ *testing.T, rec sqsonce.Record) { mem.Put(rec) },
+		put: func(_ *testing.T, rec store.Record) { mem.Put(rec) },
 		remove: func(t *testing.T, id string) {
 			rec, ok := mem.Records()[id]
 			if !ok {
@@ -98,38 +99,33 @@ func newLockMemoryEnv(testing.TB) *lockEnv {
 
 // lockCountingStore counts the calls a holder makes to its store.
 type lockCountingStore struct {
-	sqsonce.Store
+	store.Store
 	calls *atomic.Int32
 }
 
-func (s lockCountingStore) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+func (s lockCountingStore) Acquire(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	s.calls.Add(1)
 	return s.Store.Acquire(ctx, req)
 }
 
-func (s lockCountingStore) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.Time) (sqsonce.Lease, error) {
+func (s lockCountingStore) Renew(ctx context.Context, lease store.Lease, lockUntil time.Time) (store.Lease, error) {
 	s.calls.Add(1)
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s lockCountingStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
+func (s lockCountingStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
 	s.calls.Add(1)
 	return s.Store.Complete(ctx, lease, until, result)
 }
 
-func (s lockCountingStore) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {
+func (s lockCountingStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {
 	s.calls.Add(1)
 	return s.Store.Release(ctx, lease, now)
 }
 
-func (s lockCountingStore) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+func (s lockCountingStore) Read(ctx context.Context, id string) (store.Record, error) {
 	s.calls.Add(1)
 	return s.Store.Read(ctx, id)
-}
-
-func (s lockCountingStore) Forget(ctx context.Context, rec sqsonce.Record) error {
-	s.calls.Add(1)
-	return s.Store.Forget(ctx, rec)
 }
 
 // lockQuiet discards the log of the processors the tests build.
@@ -137,17 +133,17 @@ var lockQuiet = slog.New(slog.DiscardHandler)
 
 // lockConfig is the lock tests' configuration: a 30 s lock, a window of an
 // hour, the test's clock.
-func (e *lockEnv) lockConfig(store sqsonce.Store) sqsonce.Config {
-	return sqsonce.Config{Store: store, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Now: e.clock.Now, Logger: lockQuiet}
+func (e *lockEnv) lockConfig(st store.Store) sqsonce.Config {
+	return sqsonce.Config{Store: st, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Now: e.clock.Now, Logger: lockQuiet}
 }
 
 // locker is the locker New builds for a holder on store, configured as
 // lockConfig and then configure say. Its renewals wait on real timers, which
 // never fire within a test (see lockRenewing for the test's clock), and it
 // retries a completion without waiting.
-func (e *lockEnv) locker(t testing.TB, store sqsonce.Store, configure ...func(*sqsonce.Config)) *sqsonce.Locker {
+func (e *lockEnv) locker(t testing.TB, st store.Store, configure ...func(*sqsonce.Config)) *sqsonce.Locker {
 	t.Helper()
-	cfg := e.lockConfig(store)
+	cfg := e.lockConfig(st)
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -169,10 +165,10 @@ func lockSucceed(context.Context) error { return nil }
 
 // firstFence is the fence of a record's first acquisition at the test's
 // current time: the clock in milliseconds, plus one.
-func (e *lockEnv) firstFence() int64 { return sqsonce.FenceSeed(e.clock.Now()) + 1 }
+func (e *lockEnv) firstFence() int64 { return store.FenceSeed(e.clock.Now()) + 1 }
 
 // status is the record's status, "" when there is no record.
-func (e *lockEnv) status(t *testing.T, id string) sqsonce.Status {
+func (e *lockEnv) status(t *testing.T, id string) store.Status {
 	t.Helper()
 	rec, _ := e.read(t, id)
 	return rec.Status
@@ -180,10 +176,10 @@ func (e *lockEnv) status(t *testing.T, id string) sqsonce.Status {
 
 // acquire takes key's lock directly on store, as owner, until now + d: a
 // holder that then crashed, or is paused.
-func (e *lockEnv) acquire(t *testing.T, store sqsonce.Store, owner, key, hash string, d time.Duration) sqsonce.Lease {
+func (e *lockEnv) acquire(t *testing.T, st store.Store, owner, key, hash string, d time.Duration) store.Lease {
 	t.Helper()
 	now := e.clock.Now()
-	lease, err := store.Acquire(context.Background(), sqsonce.AcquireRequest{ID: lockID(key), Owner: owner, PayloadHash: hash, Now: now, LockUntil: now.Add(d)})
+	lease, err := st.Acquire(context.Background(), store.AcquireRequest{ID: lockID(key), Owner: owner, PayloadHash: hash, Now: now, LockUntil: now.Add(d)})
 	if err != nil {
 		t.Fatalf("acquire %s as %s: %v", key, owner, err)
 	}
@@ -200,11 +196,11 @@ type lockRenewing struct {
 }
 
 // newLockRenewing renews a 30 s lock on store, on e's clock.
-func newLockRenewing(t testing.TB, e *lockEnv, store sqsonce.Store) lockRenewing {
+func newLockRenewing(t testing.TB, e *lockEnv, st store.Store) lockRenewing {
 	t.Helper()
 	return lockRenewing{
 		clock:   e.clock,
-		locker:  lockNewLocker(t, e.lockConfig(store), e.clock.After),
+		locker:  lockNewLocker(t, e.lockConfig(st), e.clock.After),
 		started: make(chan struct{}),
 		finish:  make(chan error),
 	}

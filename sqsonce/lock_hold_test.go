@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // Acquire, then Finish, is Do in two steps: work done between them (one
@@ -18,10 +19,10 @@ func TestLockHoldFinish(t *testing.T) {
 		name    string
 		workErr error
 		want    sqsonce.LockOutcome
-		status  sqsonce.Status
+		status  store.Status
 	}{
-		{"success completes", nil, sqsonce.LockProcessed, sqsonce.StatusCompleted},
-		{"failure releases", errors.New("consumer failed"), sqsonce.LockFailed, sqsonce.StatusReleased},
+		{"success completes", nil, sqsonce.LockProcessed, store.StatusCompleted},
+		{"failure releases", errors.New("consumer failed"), sqsonce.LockFailed, store.StatusReleased},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
@@ -64,8 +65,8 @@ func TestLockHoldAbandonKeepsTheLockUntilItExpires(t *testing.T) {
 			t.Fatalf("Acquire: %v (%v)", res.Outcome, res.Err)
 		}
 		lease := h.Abandon()
-		if s := e.status(t, lockID("k")); s != sqsonce.StatusProcessing {
-			t.Fatalf("status %s after Abandon, want %s", s, sqsonce.StatusProcessing)
+		if s := e.status(t, lockID("k")); s != store.StatusProcessing {
+			t.Fatalf("status %s after Abandon, want %s", s, store.StatusProcessing)
 		}
 		if _, again := l.Acquire(ctx, "k", ""); again.Outcome != sqsonce.LockInProgress {
 			t.Fatalf("Acquire before expiry: %v, want in-progress", again.Outcome)

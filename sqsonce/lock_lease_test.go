@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockFenceGrowsWithEveryAcquisition(t *testing.T) {
@@ -66,7 +67,7 @@ func TestStoreFenceGrowsAcrossTheRecordsDeletion(t *testing.T) {
 		}
 		old := e.acquire(t, e.store, "last", "k", "", time.Second)
 		// What TTL does, FenceRetention after the lock ended.
-		e.clock.Advance(time.Second + sqsonce.FenceRetention)
+		e.clock.Advance(time.Second + store.FenceRetention)
 		e.remove(t, lockID("k"))
 		if renewed := e.acquire(t, e.store, "new", "k", "", time.Second); renewed.Fence <= old.Fence {
 			t.Errorf("fence after the record was deleted: %d, want above the old record's %d", renewed.Fence, old.Fence)
@@ -95,7 +96,7 @@ func TestLockOnlyAnExplicitSuccessCompletes(t *testing.T) {
 				if res.Outcome != sqsonce.LockFailed || !tt.wantErr(res.Err) || res.ReleaseErr != nil {
 					t.Fatalf("outcome %v, err %v, release %v: an odd exit must be a failure that releases the lock", res.Outcome, res.Err, res.ReleaseErr)
 				}
-				if s := e.status(t, lockID(tt.name)); s != sqsonce.StatusReleased {
+				if s := e.status(t, lockID(tt.name)); s != store.StatusReleased {
 					t.Errorf("status %q: the lock was not released", s)
 				}
 			})

@@ -16,6 +16,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // The protocol's calls, told apart by what only each one's request holds.
@@ -36,7 +38,7 @@ type lockFaulty struct {
 	*lockEnv
 	proxy *faultproxy.Proxy
 	// store is the table's store through the proxy.
-	store sqsonce.Store
+	store store.Store
 }
 
 func newLockFaulty(t *testing.T) lockFaulty {
@@ -51,8 +53,8 @@ func newLockFaulty(t *testing.T) lockFaulty {
 		o.BaseEndpoint = aws.String(p.URL)
 		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), 5*time.Millisecond)
 	})
-	api := serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)}
-	return lockFaulty{lockEnv: d.env(), proxy: p, store: sqsonce.NewDynamoDBStore(api, d.table)}
+	api := serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}
+	return lockFaulty{lockEnv: d.env(), proxy: p, store: dynamostore.New(api, d.table)}
 }
 
 // lockLostResponses are the faults whose request DynamoDB applied before
@@ -70,14 +72,14 @@ func TestLockALostAnswerIsRecognisedAsOurOwnCall(t *testing.T) {
 		match func([]byte) bool
 		fn    func(context.Context) error
 		want  sqsonce.LockOutcome
-		state sqsonce.Status // the record's status afterwards
+		state store.Status // the record's status afterwards
 	}{
 		// Without the recognition: in-progress, and with InProgressDrop a lost message.
-		{"acquire", "UpdateItem", lockIsAcquire, lockSucceed, sqsonce.LockProcessed, sqsonce.StatusCompleted},
+		{"acquire", "UpdateItem", lockIsAcquire, lockSucceed, sqsonce.LockProcessed, store.StatusCompleted},
 		// Without it: processed-unrecorded, an ERROR about a duplicate that cannot happen.
-		{"complete", "UpdateItem", lockIsComplete, lockSucceed, sqsonce.LockProcessed, sqsonce.StatusCompleted},
+		{"complete", "UpdateItem", lockIsComplete, lockSucceed, sqsonce.LockProcessed, store.StatusCompleted},
 		// Without it: a release error, though the key is free.
-		{"release", "UpdateItem", lockIsRelease, func(context.Context) error { return context.Canceled }, sqsonce.LockFailed, sqsonce.StatusReleased},
+		{"release", "UpdateItem", lockIsRelease, func(context.Context) error { return context.Canceled }, sqsonce.LockFailed, store.StatusReleased},
 	}
 	for _, tt := range tests {
 		for _, fault := range lockLostResponses {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockRenewalKeepsASlowHandlersLock(t *testing.T) {
@@ -62,7 +63,7 @@ func TestLockRenewalThatFindsTheLockTakenOverCancelsTheHandler(t *testing.T) {
 
 		// Another holder took the key over: what happens when this one was
 		// paused longer than its lock (the case renewal cannot close).
-		e.put(t, sqsonce.Record{ID: lockID("k"), Status: sqsonce.StatusProcessing, Owner: "successor", Fence: 2,
+		e.put(t, store.Record{ID: lockID("k"), Status: store.StatusProcessing, Owner: "successor", Fence: 2,
 			LockExpiresAt: e.clock.Now().Add(time.Minute)})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

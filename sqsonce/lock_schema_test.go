@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // TestStoreRecordSchemaForReaders: a reader outside the lock protocol (the
@@ -27,11 +29,11 @@ func TestStoreRecordSchemaForReaders(t *testing.T) {
 	if res := l.Do(context.Background(), "order-1", lockSucceed); res.Err != nil {
 		t.Fatalf("Do: %+v", res)
 	}
-	id := sqsonce.RecordID("orders-fn", "order-1")
+	id := store.RecordID("orders-fn", "order-1")
 	out, err := d.client.BatchGetItem(context.Background(), &dynamodb.BatchGetItemInput{
 		RequestItems: map[string]types.KeysAndAttributes{d.table: {
 			ConsistentRead: aws.Bool(true),
-			Keys:           []map[string]types.AttributeValue{lockKey(id), lockKey(sqsonce.RecordID("other-fn", "order-1"))},
+			Keys:           []map[string]types.AttributeValue{lockKey(id), lockKey(store.RecordID("other-fn", "order-1"))},
 		}},
 	})
 	if err != nil {
@@ -41,10 +43,10 @@ func TestStoreRecordSchemaForReaders(t *testing.T) {
 	if len(items) != 1 {
 		t.Fatalf("%d items for the two record ids, want only %s's", len(items), id)
 	}
-	gotID, _ := items[0][sqsonce.AttrID].(*types.AttributeValueMemberS)
-	status, _ := items[0][sqsonce.AttrStatus].(*types.AttributeValueMemberS)
-	if gotID == nil || gotID.Value != id || status == nil || status.Value != string(sqsonce.StatusCompleted) {
-		t.Errorf("record %v, want id %s with %s %s", items[0], id, sqsonce.AttrStatus, sqsonce.StatusCompleted)
+	gotID, _ := items[0][dynamostore.AttrID].(*types.AttributeValueMemberS)
+	status, _ := items[0][dynamostore.AttrStatus].(*types.AttributeValueMemberS)
+	if gotID == nil || gotID.Value != id || status == nil || status.Value != string(store.StatusCompleted) {
+		t.Errorf("record %v, want id %s with %s %s", items[0], id, dynamostore.AttrStatus, store.StatusCompleted)
 	}
 }
 
@@ -70,11 +72,11 @@ func TestLockRecordsTheProtocolDidNotWriteAreNamedAsSuch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := lockID(tt.name)
-			tt.item[sqsonce.AttrID] = &types.AttributeValueMemberS{Value: id}
+			tt.item[dynamostore.AttrID] = &types.AttributeValueMemberS{Value: id}
 			d.putItem(t, tt.item)
 			ran := false
 			res := l.Do(context.Background(), tt.name, func(context.Context) error { ran = true; return nil })
-			var rec *sqsonce.RecordError
+			var rec *store.RecordError
 			if ran || res.Outcome != sqsonce.LockNotAcquired || !errors.As(res.Err, &rec) || !errors.Is(res.Err, sqsonce.ErrMisconfigured) {
 				t.Fatalf("outcome %v ran %v err %v; want not-acquired with a RecordError", res.Outcome, ran, res.Err)
 			}

@@ -5,20 +5,32 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
-// The whole main of a Lambda function: FromEnv reads the variables the
-// template sets (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY, ...) and the SDK
-// configuration, and lambda.Start serves Handle. An invalid variable is an
-// error naming it, before the first event.
+// The whole main of a Lambda function: dynamostore.FromEnv builds the
+// store on the table IDEMPOTENCY_TABLE names, FromEnv reads the variables
+// the template sets (IDEMPOTENCY_KEY, LOCK_TIMEOUT, ...), and lambda.Start
+// serves Handle. An invalid variable is an error naming it, before the
+// first event.
 func ExampleFromEnv() {
-	p, err := sqsonce.FromEnv(context.Background(), func(ctx context.Context, msg events.SQSMessage) error {
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	st, err := dynamostore.FromEnv(os.LookupEnv, awsCfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: st, AWS: awsCfg}, func(ctx context.Context, msg events.SQSMessage) error {
 		return ship(ctx, sqsonce.Key(ctx), msg.Body)
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // BenchmarkStandardBatch measures a batch of 10 records whose handler takes
@@ -43,8 +44,8 @@ func BenchmarkStandardBatch(b *testing.B) {
 // the processor's and the DynamoDB store's own cost, without the SDK's wire
 // work.
 type scriptedDynamo struct {
-	sqsonce.DynamoDBAPI // GetItem, DeleteItem, Scan: never called
-	completed           bool
+	dynamostore.AdminAPI // GetItem, DeleteItem, Scan: never called
+	completed            bool
 }
 
 var completedItem = map[string]ddbtypes.AttributeValue{
@@ -76,7 +77,7 @@ func BenchmarkRecordInMemory(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			p, err := sqsonce.New(sqsonce.Config{
-				Store:     sqsonce.NewDynamoDBStore(scriptedDynamo{completed: c.completed}, "t"),
+				Store:     dynamostore.New(scriptedDynamo{completed: c.completed}, "t"),
 				KeyPrefix: "p",
 				Logger:    discardLogger,
 			}, func(context.Context, events.SQSMessage) error { return c.err })

@@ -18,6 +18,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // lockedBuffer is a log or metrics sink shared by concurrent invocations.
@@ -42,13 +43,13 @@ func (l *lockedBuffer) String() string {
 // never the key; the handler still gets the key; keys past 1024 bytes
 // work.
 func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
-	store := sqsoncetest.NewStore()
+	st := sqsoncetest.NewStore()
 	var logs lockedBuffer
 	var outs []sqsonce.Outcome
 	var seen string
 	const email = "alice@example.com"
 	cfg := sqsonce.Config{
-		Store: store, Now: store.Now, KeyPrefix: "mail", Key: sqsonce.KeyFromBody("/to"), HashKeys: true,
+		Store: st, Now: st.Now, KeyPrefix: "mail", Key: sqsonce.KeyFromBody("/to"), HashKeys: true,
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 		OnOutcome: func(_ context.Context, o sqsonce.Outcome) { outs = append(outs, o) },
 	}
@@ -64,7 +65,7 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 	if len(hash) != 64 {
 		t.Fatalf("HashKey is %q, want 64 hex digits", hash)
 	}
-	recs := store.Records()
+	recs := st.Records()
 	if _, ok := recs["mail#"+hash]; !ok || len(recs) != 1 {
 		t.Errorf("records %v; want only mail#%s", recs, hash)
 	}
@@ -96,9 +97,9 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 // while fn runs; a process killed inside fn (no more renewals) frees its
 // key 30 s later, not 15 minutes.
 func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
-	store := sqsoncetest.NewStore()
-	clock := testclock.New(store.Now())
-	cfg := sqsonce.Config{Store: store, Now: clock.Now, KeyPrefix: "jobs"}
+	st := sqsoncetest.NewStore()
+	clock := testclock.New(st.Now())
+	cfg := sqsonce.Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}
 	p, err := sqsonce.NewProcessorForTest(cfg, nil, nil, clock.After, lockNoSleep)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 		})
 	}()
 	<-running
-	if rec := store.Records()["jobs#nightly"]; !rec.LockExpiresAt.Equal(start.Add(30 * time.Second)) {
+	if rec := st.Records()["jobs#nightly"]; !rec.LockExpiresAt.Equal(start.Add(30 * time.Second)) {
 		t.Fatalf("lock until %v, want 30 s from the start", rec.LockExpiresAt.Sub(start))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -128,7 +129,7 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	if err := clock.WaitForWaiters(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if rec := store.Records()["jobs#nightly"]; !rec.LockExpiresAt.Equal(clock.Now().Add(30 * time.Second)) {
+	if rec := st.Records()["jobs#nightly"]; !rec.LockExpiresAt.Equal(clock.Now().Add(30 * time.Second)) {
 		t.Errorf("after 40 s of work the lock ends %v from now, want 30 s (renewed every 10 s)", rec.LockExpiresAt.Sub(clock.Now()))
 	}
 	close(release)
@@ -137,10 +138,10 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	}
 
 	// A job killed inside fn: its lock, never renewed again, ends 30 s on.
-	killed := store.Records()["jobs#nightly"]
-	killed.ID, killed.Status, killed.LockExpiresAt = "jobs#weekly", sqsonce.StatusProcessing, clock.Now().Add(30*time.Second)
-	store.Put(killed)
-	other, err := sqsonce.New(sqsonce.Config{Store: store, Now: clock.Now, KeyPrefix: "jobs"}, nil)
+	killed := st.Records()["jobs#nightly"]
+	killed.ID, killed.Status, killed.LockExpiresAt = "jobs#weekly", store.StatusProcessing, clock.Now().Add(30*time.Second)
+	st.Put(killed)
+	other, err := sqsonce.New(sqsonce.Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 
 // Each record of a Handle and each Do is told once, with its fate.
 func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
-	store := sqsoncetest.NewStore()
+	st := sqsoncetest.NewStore()
 	var outs []sqsonce.Outcome
 	cfg := sqsonce.Config{
-		Store: store, Now: store.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/id"), MaxConcurrency: 1,
+		Store: st, Now: st.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/id"), MaxConcurrency: 1,
 		Logger:    lockQuiet,
 		OnOutcome: func(_ context.Context, o sqsonce.Outcome) { outs = append(outs, o) },
 	}
@@ -210,7 +211,7 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 // Instances run them: every key's side effect once, every record told
 // once, each invocation's metrics its own, the queue checked once.
 func TestConcurrentHandleOnOneProcessor(t *testing.T) {
-	store := sqsoncetest.NewStore()
+	st := sqsoncetest.NewStore()
 	queues := newFakeQueues()
 	url := queues.newQueue(t, false, nil)
 	var metricsOut lockedBuffer
@@ -218,7 +219,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 	kinds := sync.Map{} // message id -> kind
 	var effects sync.Map
 	cfg := sqsonce.Config{
-		Store: store, Now: store.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/orderId"),
+		Store: st, Now: st.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/orderId"),
 		AWS: awsOffline(), QueueURL: url, LocalCache: 100, Metrics: &metricsOut, FunctionName: "fn",
 		Logger: lockQuiet, Rand: func() float64 { return 0.5 },
 		OnOutcome: func(_ context.Context, o sqsonce.Outcome) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // TestLostTableAnswersNeitherLoseNorLockOutNorRepeat: every call of the
@@ -22,7 +23,7 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 		"acquire":  faultproxy.BodyContains(`"ReturnValues":"ALL_OLD"`),
 		"complete": lockIsComplete,
 		"release": func(b []byte) bool {
-			return !bytes.Contains(b, []byte(`"ReturnValues":"ALL_OLD"`)) && bytes.Contains(b, []byte(sqsonce.StatusReleased))
+			return !bytes.Contains(b, []byte(`"ReturnValues":"ALL_OLD"`)) && bytes.Contains(b, []byte(store.StatusReleased))
 		},
 	}
 	for _, c := range lostAnswerCases() {

@@ -103,9 +103,9 @@ func TestLostStoreAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			b := procSetup(t, memoryBackend, func(cfg *sqsonce.Config) { cfg.InProgress = c.mode })
-			store := b.faults.(*faultStore)
-			store.loseAnswer(c.op)
-			checkLostAnswer(t, b, c, store.pendingLost)
+			st := b.faults.(*faultStore)
+			st.loseAnswer(c.op)
+			checkLostAnswer(t, b, c, st.pendingLost)
 		})
 	}
 }

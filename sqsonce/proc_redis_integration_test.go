@@ -56,19 +56,19 @@ func openRedis(t testing.TB, b *procBundle) {
 	})
 	client.AddHook(faults)
 	t.Cleanup(func() { _ = client.Close() })
-	store, err := redisstore.New(client, redisstore.Options{})
+	st, err := redisstore.New(client, redisstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The scripts loaded, so that a call is one EVALSHA (and a lost answer
 	// the answer of a script the server ran).
-	if err := store.Check(context.Background()); err != nil {
+	if err := st.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	faults.reset()
 	b.aws = mototest.Config(t) // the queues'
 	b.table = "unused"         // ConfigFromEnv requires it; Config.Store replaces it
-	b.store = store
+	b.store = st
 	b.clock = testclock.New(time.Now())
 	b.faults = faults
 	s := sqs.NewFromConfig(b.aws)
@@ -228,7 +228,7 @@ func TestRedisCallsPerRecord(t *testing.T) {
 		faults.reset()
 		b.handle(t, c.msg)
 		if got := faults.snapshot(); fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s record: the store's calls were %v; want %v", c.name, got, c.want)
+			t.Errorf("%s record: the st's calls were %v; want %v", c.name, got, c.want)
 		}
 	}
 }
@@ -274,7 +274,7 @@ func TestRedisRestartLosesNoMessage(t *testing.T) {
 		t.Fatalf("with the server gone mid-batch the failed records are %v; want r-2 and r-3, retried (r-1 ran)", failed)
 	}
 	logs := b.logs.String()
-	for _, want := range []string{"completion was not recorded", "idempotency store unavailable"} {
+	for _, want := range []string{"completion was not recorded", "idempotency st unavailable"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the logs do not say %q:\n%s", want, logs)
 		}
@@ -321,12 +321,12 @@ func BenchmarkRecordOnRedis(b *testing.B) {
 			defer client.Close()
 			calls := new(atomic.Int64)
 			client.AddHook(callCounter{calls})
-			store, err := redisstore.New(client, redisstore.Options{KeyPrefix: "bench-" + c.name + ":"})
+			st, err := redisstore.New(client, redisstore.Options{KeyPrefix: "bench-" + c.name + ":"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			p, err := sqsonce.New(sqsonce.Config{
-				Store:     store,
+				Store:     st,
 				KeyPrefix: "bench",
 				Key:       sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
 				Logger:    lockQuiet,

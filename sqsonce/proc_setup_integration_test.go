@@ -23,7 +23,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/internal/testclock"
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // dynamoBackend is DynamoDB on moto_server, with moto's queues.
@@ -36,8 +37,8 @@ func openDynamo(t testing.TB, b *procBundle) {
 	b.aws = mototest.Config(t)
 	b.table = mototest.NewIdempotencyTable(t, b.aws)
 	client := dynamodb.NewFromConfig(b.aws)
-	dynamo := &countingDynamo{DynamoDBAPI: serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)}}
-	b.store = sqsonce.NewDynamoDBStore(dynamo, b.table)
+	dynamo := &countingDynamo{AdminAPI: serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}}
+	b.store = dynamostore.New(dynamo, b.table)
 	b.clock = testclock.New(time.Now())
 	b.faults = dynamo
 	s := sqs.NewFromConfig(b.aws)
@@ -49,7 +50,7 @@ func openDynamo(t testing.TB, b *procBundle) {
 // made atomic, as DynamoDB's are (motoserver.SerializeWrites); reads go
 // straight to moto.
 type serializedTable struct {
-	sqsonce.DynamoDBAPI
+	dynamostore.AdminAPI
 	writes motoserver.DynamoWriter
 }
 
@@ -64,7 +65,7 @@ func (s serializedTable) DeleteItem(ctx context.Context, in *dynamodb.DeleteItem
 // countingDynamo wraps the table's client, counting calls per protocol
 // operation and failing them on demand.
 type countingDynamo struct {
-	sqsonce.DynamoDBAPI
+	dynamostore.AdminAPI
 	mu sync.Mutex
 	// failures, when set, replace the result of the named protocol
 	// operation: "acquire", "renew", "complete", "release", "read" or
@@ -87,7 +88,7 @@ func updateOp(in *dynamodb.UpdateItemInput) string {
 		return "complete"
 	}
 	for _, v := range in.ExpressionAttributeValues {
-		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok && s.Value == string(sqsonce.StatusReleased) {
+		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok && s.Value == string(store.StatusReleased) {
 			return "release"
 		}
 	}
@@ -139,28 +140,28 @@ func (c *countingDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 	if err := c.call(updateOp(in)); err != nil {
 		return nil, err
 	}
-	return c.DynamoDBAPI.UpdateItem(ctx, in, o...)
+	return c.AdminAPI.UpdateItem(ctx, in, o...)
 }
 
 func (c *countingDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	if err := c.call("read"); err != nil {
 		return nil, err
 	}
-	return c.DynamoDBAPI.GetItem(ctx, in, o...)
+	return c.AdminAPI.GetItem(ctx, in, o...)
 }
 
 func (c *countingDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	if err := c.call("forget"); err != nil {
 		return nil, err
 	}
-	return c.DynamoDBAPI.DeleteItem(ctx, in, o...)
+	return c.AdminAPI.DeleteItem(ctx, in, o...)
 }
 
 func (c *countingDynamo) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	if err := c.call("scan"); err != nil {
 		return nil, err
 	}
-	return c.DynamoDBAPI.Scan(ctx, in, o...)
+	return c.AdminAPI.Scan(ctx, in, o...)
 }
 
 // faultyTable routes b's table calls through a fault proxy, for the test
@@ -178,7 +179,7 @@ func faultyTable(t *testing.T, b *procBundle) *faultproxy.Proxy {
 		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), 5*time.Millisecond)
 	})
 	// Before any call: nothing reads the field concurrently yet.
-	b.faults.(*countingDynamo).DynamoDBAPI = serializedTable{DynamoDBAPI: client, writes: motoserver.SerializeWrites(client)}
+	b.faults.(*countingDynamo).AdminAPI = serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}
 	b.processor = b.newProcessor(t)
 	return p
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // The processor's tests run Handle on every store of procBackends: the
@@ -62,7 +63,7 @@ type procClock interface {
 
 // faultInjector is where a backend fails the lock protocol's operations and
 // counts calls: the Store itself in memory, the DynamoDB API with DynamoDB.
-// ops are "acquire", "renew", "complete", "release", "read" and "forget".
+// ops are "acquire", "renew", "complete", "release" and "read".
 type faultInjector interface {
 	// fail makes every later call of op return err (nil: succeed again).
 	fail(op string, err error)
@@ -152,7 +153,7 @@ type procBundle struct {
 	cfg     sqsonce.Config
 	// Set by the backend.
 	table  string
-	store  sqsonce.Store
+	store  store.Store
 	aws    aws.Config // the DynamoDB backend's (moto_server); zero in memory
 	clock  procClock
 	faults faultInjector
@@ -308,17 +309,17 @@ func receiveEvent(t *testing.T, b *procBundle, queueAttrs map[string]string, bod
 // fakeQueues.
 func openMemory(_ testing.TB, b *procBundle) {
 	mem := sqsoncetest.NewStore()
-	store := &faultStore{Store: mem}
+	st := &faultStore{Store: mem}
 	queues := newFakeQueues()
 	b.table = "unused" // ConfigFromEnv requires it; Config.Store replaces it
-	b.store = store
+	b.store = st
 	// A region, as Lambda gives one: New requires it when SQS is used, even
 	// though the tests hand it the SQS fake. Its endpoint is a closed
 	// loopback port and it has no credentials, so that a client built from
 	// it by mistake can reach nothing.
 	b.aws = aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}
 	b.clock = mem
-	b.faults = store
+	b.faults = st
 	b.sqs = queues
 	b.queues = queues
 }
@@ -327,7 +328,7 @@ func openMemory(_ testing.TB, b *procBundle) {
 // client would whose first answer was lost (applied, then retried), and
 // counts calls.
 type faultStore struct {
-	sqsonce.Store
+	store.Store
 	mu       sync.Mutex
 	failures map[string]error
 	// lost counts the next calls of an op to apply, and then apply again:
@@ -406,10 +407,10 @@ func (s *faultStore) call(op string) (failure error, lost bool) {
 	return s.failures[op], lost
 }
 
-func (s *faultStore) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (sqsonce.Lease, error) {
+func (s *faultStore) Acquire(ctx context.Context, req store.AcquireRequest) (store.Lease, error) {
 	err, lost := s.call("acquire")
 	if err != nil {
-		return sqsonce.Lease{}, err
+		return store.Lease{}, err
 	}
 	if lost {
 		_, _ = s.Store.Acquire(ctx, req)
@@ -417,7 +418,7 @@ func (s *faultStore) Acquire(ctx context.Context, req sqsonce.AcquireRequest) (s
 	return s.Store.Acquire(ctx, req)
 }
 
-func (s *faultStore) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil time.Time) (sqsonce.Lease, error) {
+func (s *faultStore) Renew(ctx context.Context, lease store.Lease, lockUntil time.Time) (store.Lease, error) {
 	err, lost := s.call("renew")
 	if err != nil {
 		return lease, err
@@ -428,7 +429,7 @@ func (s *faultStore) Renew(ctx context.Context, lease sqsonce.Lease, lockUntil t
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s *faultStore) Complete(ctx context.Context, lease sqsonce.Lease, until time.Time, result []byte) error {
+func (s *faultStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
 	err, lost := s.call("complete")
 	if err != nil {
 		return err
@@ -439,7 +440,7 @@ func (s *faultStore) Complete(ctx context.Context, lease sqsonce.Lease, until ti
 	return s.Store.Complete(ctx, lease, until, result)
 }
 
-func (s *faultStore) Release(ctx context.Context, lease sqsonce.Lease, now time.Time) error {
+func (s *faultStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {
 	err, lost := s.call("release")
 	if err != nil {
 		return err
@@ -450,18 +451,11 @@ func (s *faultStore) Release(ctx context.Context, lease sqsonce.Lease, now time.
 	return s.Store.Release(ctx, lease, now)
 }
 
-func (s *faultStore) Read(ctx context.Context, id string) (sqsonce.Record, error) {
+func (s *faultStore) Read(ctx context.Context, id string) (store.Record, error) {
 	if err, _ := s.call("read"); err != nil {
-		return sqsonce.Record{}, err
+		return store.Record{}, err
 	}
 	return s.Store.Read(ctx, id)
-}
-
-func (s *faultStore) Forget(ctx context.Context, rec sqsonce.Record) error {
-	if err, _ := s.call("forget"); err != nil {
-		return err
-	}
-	return s.Store.Forget(ctx, rec)
 }
 
 // fakeQueuePrefix starts the URL of every fake queue.

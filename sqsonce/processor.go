@@ -475,7 +475,7 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 		return retried(FailureHandler)
 	}
 	if errors.Is(res.err, ErrMisconfigured) {
-		log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.setting("Table")+", its key schema (id, string), "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
+		log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
 			"error", res.err)
 		return retried(FailureStoreMisconfigured)
 	}

@@ -6,8 +6,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // The clients New builds (DynamoDB for the default store, SQS for the
@@ -17,7 +19,11 @@ import (
 func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
 	check := &retrybudget.BodyCheck{}
 	awsCfg := check.Config()
-	p, err := sqsonce.New(sqsonce.Config{Table: "t", KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
+	st, err := dynamostore.FromEnv(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "t"}), awsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sqsonce_test
+package dynamostore_test
 
 import (
 	"bufio"
@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // tableDoc is the page whose commands and template the tests run, so that
 // what a reader copies is what was tested.
-var tableDoc = filepath.Join("..", "docs", "table.md")
+var tableDoc = filepath.Join("..", "..", "..", "docs", "table.md")
 
 // tableDocBlock returns the one fenced code block of docs/table.md whose
 // info string is lang and whose text holds marker.
@@ -58,11 +58,11 @@ func TestTableDocNamesTheSchema(t *testing.T) {
 	t.Parallel()
 	sh := tableDocBlock(t, "sh", "aws dynamodb create-table")
 	for _, want := range []string{
-		"--attribute-definitions AttributeName=" + sqsonce.AttrID + ",AttributeType=S ",
-		"--key-schema AttributeName=" + sqsonce.AttrID + ",KeyType=HASH ",
+		"--attribute-definitions AttributeName=" + dynamostore.AttrID + ",AttributeType=S ",
+		"--key-schema AttributeName=" + dynamostore.AttrID + ",KeyType=HASH ",
 		"--billing-mode PAY_PER_REQUEST",
 		"aws dynamodb wait table-exists",
-		"--time-to-live-specification Enabled=true,AttributeName=" + sqsonce.AttrExpiresAt + "\n",
+		"--time-to-live-specification Enabled=true,AttributeName=" + dynamostore.AttrExpiresAt + "\n",
 	} {
 		if !strings.Contains(sh, want) {
 			t.Errorf("%s: the commands do not say %q:\n%s", tableDoc, want, sh)
@@ -70,9 +70,9 @@ func TestTableDocNamesTheSchema(t *testing.T) {
 	}
 	yaml := tableDocBlock(t, "yaml", "AWS::DynamoDB::Table")
 	for _, want := range []string{
-		"        - AttributeName: " + sqsonce.AttrID + "\n          AttributeType: S\n",
-		"        - AttributeName: " + sqsonce.AttrID + "\n          KeyType: HASH\n",
-		"      TimeToLiveSpecification:\n        AttributeName: " + sqsonce.AttrExpiresAt + "\n        Enabled: true\n",
+		"        - AttributeName: " + dynamostore.AttrID + "\n          AttributeType: S\n",
+		"        - AttributeName: " + dynamostore.AttrID + "\n          KeyType: HASH\n",
+		"      TimeToLiveSpecification:\n        AttributeName: " + dynamostore.AttrExpiresAt + "\n        Enabled: true\n",
 		"dynamodb:UpdateItem", "dynamodb:GetItem", "sqs:ChangeMessageVisibility", "sqs:SendMessage",
 	} {
 		if !strings.Contains(yaml, want) {

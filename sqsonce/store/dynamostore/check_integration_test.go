@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package dynamostore_test
 
 import (
 	"context"
@@ -31,17 +31,15 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
-// checkTable runs Processor.Check on table through the default store (a
-// *dynamodb.Client from cfg), as a deploy step would.
+// checkTable runs Check on table through a *dynamodb.Client from cfg, as a
+// deploy step would.
 func checkTable(t *testing.T, cfg aws.Config, table string) error {
 	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{Table: table, KeyPrefix: "check", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Check(context.Background())
+	return dynamostore.New(dynamodb.NewFromConfig(cfg), table).Check(context.Background())
 }
 
 // createTable creates a table with the given partition key (and sort key,
@@ -86,9 +84,9 @@ func wantCheckError(t *testing.T, err error, misconfigured, noTTL bool, want ...
 	if err == nil {
 		t.Fatal("Check: nil, want an error")
 	}
-	if errors.Is(err, sqsonce.ErrMisconfigured) != misconfigured || errors.Is(err, sqsonce.ErrNoTTL) != noTTL || errors.Is(err, sqsonce.ErrUnavailable) {
+	if errors.Is(err, store.ErrMisconfigured) != misconfigured || errors.Is(err, dynamostore.ErrNoTTL) != noTTL || errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Check: %v; matches ErrMisconfigured %v, ErrNoTTL %v, ErrUnavailable %v; want %v, %v, false",
-			err, errors.Is(err, sqsonce.ErrMisconfigured), errors.Is(err, sqsonce.ErrNoTTL), errors.Is(err, sqsonce.ErrUnavailable), misconfigured, noTTL)
+			err, errors.Is(err, store.ErrMisconfigured), errors.Is(err, dynamostore.ErrNoTTL), errors.Is(err, store.ErrUnavailable), misconfigured, noTTL)
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
@@ -107,7 +105,7 @@ func TestCheckOnMoto(t *testing.T) {
 	t.Run("right table", func(t *testing.T) {
 		t.Parallel()
 		table := mototest.NewIdempotencyTable(t, cfg)
-		enableTTL(t, cfg, table, sqsonce.AttrExpiresAt)
+		enableTTL(t, cfg, table, dynamostore.AttrExpiresAt)
 		if err := checkTable(t, cfg, table); err != nil {
 			t.Errorf("Check: %v", err)
 		}
@@ -128,13 +126,13 @@ func TestCheckOnMoto(t *testing.T) {
 	t.Run("wrong partition key", func(t *testing.T) {
 		t.Parallel()
 		table := createTable(t, cfg, "pk", ddbtypes.ScalarAttributeTypeS, "")
-		enableTTL(t, cfg, table, sqsonce.AttrExpiresAt)
+		enableTTL(t, cfg, table, dynamostore.AttrExpiresAt)
 		wantCheckError(t, checkTable(t, cfg, table), true, false, where(table)+`the partition key is "pk", not "id"`)
 	})
 	t.Run("numeric partition key", func(t *testing.T) {
 		t.Parallel()
 		table := createTable(t, cfg, "id", ddbtypes.ScalarAttributeTypeN, "")
-		enableTTL(t, cfg, table, sqsonce.AttrExpiresAt)
+		enableTTL(t, cfg, table, dynamostore.AttrExpiresAt)
 		wantCheckError(t, checkTable(t, cfg, table), true, false, where(table)+`the partition key "id" is of type N (Number)`)
 	})
 	t.Run("sort key and no TTL", func(t *testing.T) {
@@ -229,7 +227,7 @@ func TestCheckDocsTableCommands(t *testing.T) {
 	if err := checkTable(t, cfg, table); err != nil {
 		t.Fatalf("Check on the table the commands made: %v", err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{Table: table, KeyPrefix: "docs", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: dynamostore.New(dynamodb.NewFromConfig(cfg), table), KeyPrefix: "docs", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

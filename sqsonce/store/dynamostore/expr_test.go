@@ -1,4 +1,4 @@
-package sqsonce
+package dynamostore
 
 import (
 	"regexp"
@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_123)
-	expr, err := acquireExpression(AcquireRequest{ID: "p#k", Owner: "me", PayloadHash: "h", Now: now, LockUntil: now.Add(time.Minute)})
+	expr, err := acquireExpression(store.AcquireRequest{ID: "p#k", Owner: "me", PayloadHash: "h", Now: now, LockUntil: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
