@@ -14,19 +14,35 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 func main() {
 	slog.SetDefault(lambdacontext.NewLogger()) // JSON lines with the request id
-	p, err := sqsonce.FromEnv(context.Background(), charge)
+	p, err := newProcessor(context.Background())
 	if err != nil {
 		// Exiting fails the init phase, so no order is handled unguarded.
 		slog.Error("invalid configuration", "error", err)
 		os.Exit(2)
 	}
 	lambda.Start(p.Handle)
+}
+
+// newProcessor builds the processor from the environment: the DynamoDB
+// store on IDEMPOTENCY_TABLE, the rest from the variables sqsonce reads.
+func newProcessor(ctx context.Context) (*sqsonce.Processor, error) {
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load the AWS configuration: %w", err)
+	}
+	store, err := dynamostore.FromEnv(os.LookupEnv, awsCfg)
+	if err != nil {
+		return nil, err
+	}
+	return sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: store, AWS: awsCfg}, charge)
 }
 
 // order is the message body the producer sends.

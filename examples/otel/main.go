@@ -4,7 +4,7 @@
 // sqsonce's Config.OnOutcome: processed, duplicate, failed and why.
 //
 // The environment configures sqsonce as it does the stack's processor
-// (sqsonce.ConfigFromEnv). The counter is exported on standard output here
+// (sqsonce.ConfigFromEnv, dynamostore.FromEnv). The counter is exported on standard output here
 // (stdoutmetric), so the example needs no collector; in your function,
 // put your exporter in its place (an OTLP one, to the ADOT Lambda layer's
 // collector, say): the counter and the hook stay as they are.
@@ -27,6 +27,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 func main() {
@@ -60,6 +61,9 @@ func setup(ctx context.Context) (func(context.Context, events.SQSEvent) (events.
 	cfg.OnOutcome = count
 	if cfg.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
+	}
+	if cfg.Store, err = dynamostore.FromEnv(os.LookupEnv, cfg.AWS); err != nil {
+		return nil, err
 	}
 	p, err := sqsonce.New(cfg, fulfil)
 	if err != nil {

@@ -18,9 +18,9 @@ const redisClient = "github.com/redis/go-redis"
 func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 	t.Parallel()
 	banned := func(pkg string) bool { return under(pkg, redisClient+"/v9") || strings.HasPrefix(pkg, redisClient+"/") }
-	store := listDeps(t, nil, "", "./sqsonce/redisstore")
+	store := listDeps(t, nil, "", "./sqsonce/store/redisstore")
 	if _, ok := store[redisClient+"/v9"]; !ok {
-		t.Fatalf("go list -deps ./sqsonce/redisstore does not list %s/v9: the check below would prove nothing", redisClient)
+		t.Fatalf("go list -deps ./sqsonce/store/redisstore does not list %s/v9: the check below would prove nothing", redisClient)
 	}
 	roots := []string{module + "/sqsonce", module + "/sqsonce/sqsoncetest", module + "/sqsonce/target"}
 	for _, build := range []struct {

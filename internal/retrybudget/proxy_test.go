@@ -46,7 +46,7 @@ func TestAThrottledCallEndsAtOnceWhenNoRetryFits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err = client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"),
-		Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "k"}}}, retrybudget.DynamoDB(ctx))
+		Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "k"}}}, func(o *dynamodb.Options) { o.Retryer = retrybudget.Within(ctx, o.Retryer) })
 	var noTime *retrybudget.NoTimeError
 	if !errors.As(err, &noTime) || !errors.As(err, new(*types.ProvisionedThroughputExceededException)) {
 		t.Fatalf("error %v, want a NoTimeError wrapping the throttle", err)

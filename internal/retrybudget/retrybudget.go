@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -48,11 +47,6 @@ func Client(r aws.Retryer) aws.Retryer {
 		r = retry.NewStandard()
 	}
 	return retry.AddWithMaxBackoffDelay(r, MaxBackoff)
-}
-
-// DynamoDB bounds one DynamoDB call's retries by ctx's deadline.
-func DynamoDB(ctx context.Context) func(*dynamodb.Options) {
-	return func(o *dynamodb.Options) { o.Retryer = Within(ctx, o.Retryer) }
 }
 
 // SQS bounds one SQS call's retries by ctx's deadline.

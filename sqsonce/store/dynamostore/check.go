@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -68,14 +67,14 @@ func (s *Store) Check(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("sqsonce: %s not checked: the store's DynamoDB client, a %T, has no DescribeTable and DescribeTimeToLive; give New a *dynamodb.Client, or a wrapper that has both", r.where(), s.api)
 	}
-	table, err := d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, retrybudget.DynamoDB(ctx))
+	table, err := d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, withinBudget(ctx))
 	if err != nil {
 		// Nothing more to learn: no table, or no right to see it.
 		r.failed("DescribeTable", err)
 		return r.err()
 	}
 	r.schema(table.Table)
-	ttl, err := d.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(s.table)}, retrybudget.DynamoDB(ctx))
+	ttl, err := d.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(s.table)}, withinBudget(ctx))
 	if err != nil {
 		r.failed("DescribeTimeToLive", err)
 	} else {

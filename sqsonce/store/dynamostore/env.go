@@ -1,6 +1,8 @@
 package dynamostore
 
 import (
+	"context"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -24,6 +26,11 @@ func FromEnv(lookup func(string) (string, bool), cfg aws.Config) (*Store, error)
 		return nil, err
 	}
 	return New(newClient(cfg), table), nil
+}
+
+// withinBudget bounds one call's retries by ctx's deadline.
+func withinBudget(ctx context.Context) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) { o.Retryer = retrybudget.Within(ctx, o.Retryer) }
 }
 
 // newClient is the processor's DynamoDB client on cfg.

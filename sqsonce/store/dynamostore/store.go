@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -117,7 +116,7 @@ func (s *Store) acquire(ctx context.Context, req store.AcquireRequest) (_ store.
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, retrybudget.DynamoDB(ctx))
+	}, withinBudget(ctx))
 	if err != nil {
 		rec, exists, err := s.refusal(ctx, "acquire", req.ID, err)
 		switch {
@@ -176,7 +175,7 @@ func (s *Store) ownedUpdate(ctx context.Context, op string, lease store.Lease, e
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, retrybudget.DynamoDB(ctx))
+	}, withinBudget(ctx))
 	if err == nil {
 		return nil
 	}
@@ -206,7 +205,7 @@ func (s *Store) ownedUpdate(ctx context.Context, op string, lease store.Lease, e
 func (s *Store) Read(ctx context.Context, id string) (store.Record, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: s.key(id), ConsistentRead: aws.Bool(true),
-	}, retrybudget.DynamoDB(ctx))
+	}, withinBudget(ctx))
 	if err != nil {
 		return store.Record{}, &store.StoreError{Op: "read", ID: id, Err: s.named(err)}
 	}
@@ -236,7 +235,7 @@ func (s *Store) Forget(ctx context.Context, rec store.Record) error {
 		TableName: aws.String(s.table), Key: s.key(rec.ID),
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, retrybudget.DynamoDB(ctx))
+	}, withinBudget(ctx))
 	if err == nil {
 		return nil
 	}

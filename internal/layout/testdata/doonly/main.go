@@ -1,6 +1,6 @@
 // Command doonly uses sqsonce for Do alone (an API handler, a cron job): a
-// Processor without a Handler, its AWS configuration from the default
-// chain. The layout test lists what it links.
+// Processor without a Handler on the DynamoDB store, its AWS configuration
+// from the default chain. The layout test lists what it links.
 package main
 
 import (
@@ -8,8 +8,10 @@ import (
 	"log"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 func main() {
@@ -18,7 +20,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{Table: "idempotency", KeyPrefix: "jobs", AWS: awsCfg}, nil)
+	store := dynamostore.New(dynamodb.NewFromConfig(awsCfg), "idempotency")
+	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "jobs", AWS: awsCfg}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
