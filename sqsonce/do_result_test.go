@@ -51,7 +51,7 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 			t.Fatalf("first call: %+v, %v, runs %d; want the order, nil, 1 run", first, err, runs)
 		}
 		if got := e.calls.Load(); got != 2 {
-			t.Errorf("first call made %d st calls, want 2 (acquire, complete with the result)", got)
+			t.Errorf("first call made %d store calls, want 2 (acquire, complete with the result)", got)
 		}
 		rec, _ := e.read(t, lockID("req-1"))
 		if string(rec.Result) != `{"id":"o-1","total":12.5}` {
@@ -66,14 +66,14 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 			t.Errorf("repeated call: %+v, %v, runs %d; want the first answer, nil, fn not run", again, err, runs)
 		}
 		if got := e.calls.Load(); got != 1 {
-			t.Errorf("repeated call made %d st calls, want 1 (the refused acquire)", got)
+			t.Errorf("repeated call made %d store calls, want 1 (the refused acquire)", got)
 		}
 
 		// The same process again: its cache answers with the result.
 		e.calls.Store(0)
 		cached, err := sqsonce.DoResult(ctx, p, "req-1", place)
 		if err != nil || cached != first || runs != 1 || e.calls.Load() != 0 {
-			t.Errorf("warm repeated call: %+v, %v, runs %d, %d st calls; want the first answer from the cache, no call", cached, err, runs, e.calls.Load())
+			t.Errorf("warm repeated call: %+v, %v, runs %d, %d store calls; want the first answer from the cache, no call", cached, err, runs, e.calls.Load())
 		}
 	})
 }

@@ -228,7 +228,7 @@ func TestRedisCallsPerRecord(t *testing.T) {
 		faults.reset()
 		b.handle(t, c.msg)
 		if got := faults.snapshot(); fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("%s record: the st's calls were %v; want %v", c.name, got, c.want)
+			t.Errorf("%s record: the store's calls were %v; want %v", c.name, got, c.want)
 		}
 	}
 }
@@ -274,7 +274,7 @@ func TestRedisRestartLosesNoMessage(t *testing.T) {
 		t.Fatalf("with the server gone mid-batch the failed records are %v; want r-2 and r-3, retried (r-1 ran)", failed)
 	}
 	logs := b.logs.String()
-	for _, want := range []string{"completion was not recorded", "idempotency st unavailable"} {
+	for _, want := range []string{"completion was not recorded", "idempotency store unavailable"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the logs do not say %q:\n%s", want, logs)
 		}
