@@ -20,7 +20,6 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
-	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
 // The DynamoDB store on two implementations of the DynamoDB API: moto_server,
@@ -63,22 +62,6 @@ func dynaliteBackend(t *testing.T) backend {
 
 func backends(t *testing.T) []backend {
 	return []backend{motoBackend(t), dynaliteBackend(t)}
-}
-
-// TestStoreOnMoto: the DynamoDB store passes the conformance suite on
-// moto_server.
-func TestStoreOnMoto(t *testing.T) {
-	t.Parallel()
-	b := motoBackend(t)
-	storetest.TestStore(t, func(t *testing.T) store.Store { return dynamostore.New(b.api, b.newTable(t)) })
-}
-
-// TestStoreOnDynalite: the DynamoDB store passes the conformance suite on
-// dynalite, where every refusal is read back with GetItem.
-func TestStoreOnDynalite(t *testing.T) {
-	t.Parallel()
-	b := dynaliteBackend(t)
-	storetest.TestStore(t, func(t *testing.T) store.Store { return dynamostore.New(b.api, b.newTable(t)) })
 }
 
 // calls are the calls per protocol operation that reached c since the
