@@ -8,10 +8,13 @@ import (
 )
 
 // The lock's internals, exported to the lock tests of package sqsonce_test
-// (lock_*_test.go). They run the locker on sqsoncetest's in-memory store,
-// which an internal test cannot import (sqsoncetest imports sqsonce), and
-// they assert what the locker reports beyond Do's error: the outcome, the
-// fence, a takeover, a cached answer, a failed release, a lost lock.
+// (lock_*_test.go), which run the locker on the in-memory store and assert
+// what it reports beyond Do's error: the outcome, the fence, a takeover, a
+// cached answer, a failed release, a lost lock. memstore no longer imports
+// sqsonce; what keeps these tests external is that they share their
+// helpers with the tests that drive sqsonce/target's targets through a
+// Processor, and an internal test cannot import sqsonce/target (it imports
+// sqsonce).
 
 // LockOutcome is what the lock did with a key.
 type LockOutcome = lockOutcome

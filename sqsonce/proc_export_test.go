@@ -6,8 +6,7 @@ import (
 )
 
 // NewProcessorForTest is newProcessor for the external tests (package
-// sqsonce_test), which need it to run Handle on sqsoncetest.NewStore (a
-// package that imports sqsonce, so only an external test can use it) with
+// sqsonce_test), which need it to run Handle on the in-memory store with
 // an SQS fake, a renewal timer and a completion sleep of their own. sqs may
 // be any value with the SQS client's methods the processor calls; nil
 // values mean the real ones, as in New.
