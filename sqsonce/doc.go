@@ -1,6 +1,7 @@
 // Package sqsonce runs a function once per idempotency key, for AWS Lambda
-// SQS consumers and for any other Go code, with a lock in a Store (a
-// DynamoDB table by default).
+// SQS consumers and for any other Go code, with a lock in a store.Store:
+// a DynamoDB table (package sqsonce/store/dynamostore), Redis
+// (store/redisstore), or memory in a test (store/memstore).
 //
 // The guarantee: a Handler (or the function given to Processor.Do) runs at
 // most once per key within the dedupe window, and a message is deleted from
@@ -15,10 +16,11 @@
 // again after the window runs again. The docs' guarantees page lists every
 // case, and internal/dedupe/model checks the protocol with spin.
 //
-// A Lambda function needs three lines around its handler:
+// A Lambda function needs three lines around its handler (and their error
+// checks):
 //
-//	p, err := sqsonce.FromEnv(ctx, handle) // IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY, ...
-//	if err != nil { ... }
+//	store, err := dynamostore.FromEnv(os.LookupEnv, awsCfg) // IDEMPOTENCY_TABLE
+//	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: store, AWS: awsCfg}, handle) // IDEMPOTENCY_KEY, ...
 //	lambda.Start(p.Handle)
 //
 // Any Go program configures it in Go instead: New with a Config whose Key is
@@ -27,16 +29,17 @@
 // processor holds to what consumes them today (package sqsonce/target: a
 // Lambda function, a queue, a topic or a bus).
 //
-// Tests need no AWS: package sqsonce/sqsoncetest has an in-memory Store with
-// a clock the test controls, a context carrying a key and fence for a
-// Handler's own unit test, and TestStore, the conformance suite every Store
-// passes (a store of your own too).
+// Tests need no AWS: package sqsonce/sqsoncetest has an in-memory store with
+// a clock the test controls and a context carrying a key and fence for a
+// Handler's own unit test; storetest.TestStore is the conformance suite
+// every store passes (a store of your own too).
 //
 // The DynamoDB table needs partition key "id" (String) and TTL on
 // "expiresAt"; the docs' table page has the commands and a CloudFormation
-// snippet that create it. Processor.Check reads the table's key schema and
-// TTL and says what is wrong, naming the table and region: call it in a
-// deploy step or a test, not at a function's start-up.
+// snippet that create it. Processor.Check asks the store to check its
+// set-up (for the DynamoDB store, the table's key schema and TTL, naming the
+// table and region): call it in a deploy step or a test, not at a
+// function's start-up.
 //
 // Config.Metrics (standard output with FromEnv) receives the processor's
 // metrics once per invocation, in CloudWatch's embedded metric format:
