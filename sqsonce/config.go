@@ -148,7 +148,7 @@ type Config struct {
 	// FunctionName dimension. Empty: KeyPrefix.
 	FunctionName string
 	// Now is the clock. Nil: time.Now. A test that moves time passes its
-	// own, such as sqsoncetest.Store's Now.
+	// own, such as memstore.Store's Now (sqsoncetest.NewStore).
 	Now func() time.Time
 	// Rand returns uniform values in [0, 1) for the failure backoff's
 	// jitter. Nil: math/rand/v2. A test or a reproducible run seeds its own.

@@ -23,7 +23,7 @@ import (
 func ExampleNew() {
 	ctx := context.Background()
 	p, err := sqsonce.New(sqsonce.Config{
-		Store:          sqsoncetest.NewStore(), // nil: the DynamoDB table Config.Table
+		Store:          sqsoncetest.NewStore(), // or dynamostore.New(...): a DynamoDB table
 		KeyPrefix:      "shipping",
 		Key:            sqsonce.KeyFromBody("/orderId"), // a producer's re-send is a duplicate too
 		MaxConcurrency: 1,                               // in order, for a predictable example

@@ -3,5 +3,5 @@
 // locally (internal/local) and the benchmarks' fake endpoint; package
 // sqsonce, and the smallest programs built on it alone (testdata), link none
 // of the clients that only a Target needs; and nothing but
-// sqsonce/redisstore links the Redis client. It has tests only.
+// sqsonce/store/redisstore links the Redis client. It has tests only.
 package layout

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// redisClient is the Redis client's module: only sqsonce/redisstore may
+// redisClient is the Redis client's module: only sqsonce/store/redisstore may
 // bring it in.
 const redisClient = "github.com/redis/go-redis"
 
@@ -13,7 +13,7 @@ const redisClient = "github.com/redis/go-redis"
 // for the host and as the Makefile builds the functions for Lambda),
 // package sqsonce and sqsoncetest bring in no package of the Redis client:
 // a program that uses only the DynamoDB store does not link it (it adds
-// 2.3 MiB to the processor's bootstrap). sqsonce/redisstore does, which
+// 2.3 MiB to the processor's bootstrap). sqsonce/store/redisstore does, which
 // shows the check looks where the client is.
 func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 	t.Parallel()

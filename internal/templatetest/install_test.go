@@ -361,8 +361,8 @@ func clientGrants(t *testing.T, fnID string, where map[string][]string) []grant 
 	case processorID:
 		clients = []client{
 			{reflect.TypeFor[dynamostore.API](), "dynamodb", map[string]string{
-				"dynamodb:DeleteItem": "DynamoDBStore.Forget, the CLI's forget",
-				"dynamodb:Scan":       "DynamoDBStore.Locks, the CLI's status --locks",
+				"dynamodb:DeleteItem": "dynamostore.Store.Forget, the CLI's forget",
+				"dynamodb:Scan":       "dynamostore.Store.Locks, the CLI's status --locks",
 			}},
 			{processorSQS(t), "sqs", nil},
 		}

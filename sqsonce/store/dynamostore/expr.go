@@ -84,7 +84,7 @@ func (e storeExpr) Update() *string    { return optional(e.update) }
 func (e storeExpr) Filter() *string    { return optional(e.filter) }
 
 // Names and Values are the call's own maps, built for it: whatever a
-// DynamoDBAPI of a user's does with them touches no other call's.
+// user's wrapper of the API does with them touches no other call's.
 func (e storeExpr) Names() map[string]string                { return e.names }
 func (e storeExpr) Values() map[string]types.AttributeValue { return e.values }
 
