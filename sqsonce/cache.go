@@ -1,11 +1,10 @@
 package sqsonce
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce/store"
-
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/lru"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // completedCache remembers, in this process, keys seen COMPLETED and until

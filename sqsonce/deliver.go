@@ -1,13 +1,13 @@
 package sqsonce
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce/store"
-
 	"context"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // held is a record whose lock the batch holds, waiting for its delivery.

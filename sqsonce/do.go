@@ -1,13 +1,13 @@
 package sqsonce
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce/store"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // Do runs fn once per key, with the same lock, window and store as the

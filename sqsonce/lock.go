@@ -1,8 +1,6 @@
 package sqsonce
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce/store"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/leasectx"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // Defaults and margins of the lock.

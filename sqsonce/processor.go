@@ -1,8 +1,6 @@
 package sqsonce
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce/store"
-
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +18,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/jitter"
 	"github.com/sqs-once/sqs-once/internal/leasectx"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // Handler is your code for one SQS message. Return nil when its side effect

@@ -5,9 +5,9 @@ package storeenv_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"time"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
