@@ -118,7 +118,7 @@ type Config struct {
 	// Concurrent calls of Handle or Do call it concurrently.
 	OnOutcome func(context.Context, Outcome)
 	// Target, when set, receives the records instead of a Handler (TARGET,
-	// read by target.FromEnv): package sqsonce/target delivers to an
+	// read by targets.FromEnv): package sqsonce/targets delivers to an
 	// existing Lambda function, queue, topic or bus. A record is completed
 	// once the target accepted it. New refuses a Target with a Handler.
 	Target Target
@@ -327,7 +327,7 @@ func CheckKeyPrefix(prefix string) error {
 // lookup (os.LookupEnv, or a map's in tests), for a program that sets more
 // (a Logger, a KeyFunc, a Target, its own AWS configuration) before calling
 // New. KEY_PREFIX defaults to AWS_LAMBDA_FUNCTION_NAME. TARGET is read by
-// target.FromEnv, so that a program without a target links none of the
+// targets.FromEnv, so that a program without a target links none of the
 // targets' clients. Errors name the variables, every bad one at once.
 func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 	r := envconfig.NewReader(lookup)
@@ -370,10 +370,10 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 // default chain, and metrics on standard output as the deployed function
 // writes them. An invalid variable is an error naming it. TARGET set is an
 // error: a Processor with a Handler has no target (cmd/processor reads it
-// with target.FromEnv).
+// with targets.FromEnv).
 func FromEnv(ctx context.Context, h Handler) (*Processor, error) {
 	if t, ok := os.LookupEnv("TARGET"); ok && t != "" {
-		return nil, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv runs a Handler: unset it, or build the target with package sqsonce/target as cmd/processor does", t)
+		return nil, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv runs a Handler: unset it, or build the target with package sqsonce/targets as cmd/processor does", t)
 	}
 	cfg, err := ConfigFromEnv(os.LookupEnv)
 	if err != nil {

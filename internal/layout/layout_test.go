@@ -141,7 +141,7 @@ func isTargetClient(pkg string) bool {
 // TestSqsonceLinksNoTargetClient: package sqsonce brings in none of the
 // SDK clients only a Target calls (Lambda, SNS, EventBridge) nor
 // CloudWatch's, whose metrics it writes as log lines: they live in
-// sqsonce/target, which a program imports only to use a target.
+// sqsonce/targets, which a program imports only to use a target.
 func TestSqsonceLinksNoTargetClient(t *testing.T) {
 	t.Parallel()
 	root := module + "/sqsonce"

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // targetQueue is the second queue of -target sqs: the processor forwards
@@ -22,7 +22,7 @@ type targetQueue struct {
 	// one it drains; spec is TARGET as the template's Target parameter
 	// accepts it (see newTargetQueue).
 	url  string
-	spec target.Spec
+	spec targets.Spec
 }
 
 // newTargetQueue creates the destination queue of a local stack before the
@@ -51,7 +51,7 @@ func newTargetQueue(ctx context.Context, api *sqs.Client, stackName string) (*ta
 	if err != nil {
 		return nil, err
 	}
-	spec, err := target.ParseSpec(string(target.SQS) + ":" + awsURL)
+	spec, err := targets.ParseSpec(string(targets.SQS) + ":" + awsURL)
 	if err != nil {
 		return nil, err
 	}

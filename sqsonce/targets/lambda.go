@@ -1,4 +1,4 @@
-package target
+package targets
 
 import (
 	"github.com/sqs-once/sqs-once/sqsonce"
