@@ -49,6 +49,37 @@ func TestConstructorsRefuseAMalformedDestination(t *testing.T) {
 	}
 }
 
+// A constructor's error names the constructor and the argument as the Go
+// caller wrote them, not TARGET, and says the form it wants.
+func TestConstructorErrorsNameTheArgument(t *testing.T) {
+	var cfg aws.Config
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{second(targets.ToFunction(cfg, "orders consumer")), `targets: invalid target: ToFunction: function "orders consumer": want <function name or ARN>[:<alias or version>]`},
+		{second(targets.ToQueue(cfg, "orders")), `targets: invalid target: ToQueue: queueURL "orders": want https://sqs.<region>.amazonaws.com/<account>/<queue>`},
+		{second(targets.ToTopic(cfg, "orders")), `targets: invalid target: ToTopic: topicARN "orders": want arn:aws:sns:<region>:<account>:<topic>`},
+		{second(targets.ToBus(cfg, "bad bus", "", "")), `targets: invalid target: ToBus: bus "bad bus": want <bus name> or arn:aws:events:<region>:<account>:event-bus/<name>`},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("error %v, want %s", tt.err, tt.want)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// Every exported error of the package says where it comes from.
+func TestErrorsNameThePackage(t *testing.T) {
+	_, parseErr := targets.ParseSpec("kafka:orders")
+	for _, err := range []error{targets.ErrBadSpec, targets.ErrFunctionError, targets.ErrUnreadableResponse, targets.ErrItemFailed, targets.ErrGroupBlocked, parseErr} {
+		if !strings.HasPrefix(err.Error(), "targets: ") {
+			t.Errorf("error %q does not start with the package's name", err)
+		}
+	}
+}
+
 // A constructor's target sends where it was told, as the same TARGET would.
 func TestConstructorsBuildTheTarget(t *testing.T) {
 	var cfg aws.Config
@@ -144,6 +175,16 @@ func TestFromEnvRefusesABadTarget(t *testing.T) {
 			t.Errorf("%q: a target %+v", v, tg)
 		}
 		checkVarError(t, err, "invalid target")
+	}
+}
+
+// The error of a bad TARGET speaks to whoever set the variable: the
+// variable and its value, not the Go package or a constructor.
+func TestFromEnvErrorNamesTheVariable(t *testing.T) {
+	_, err := targets.FromEnv(lookup(map[string]string{"TARGET": "sqs:orders"}), aws.Config{}, nil)
+	want := `environment variable TARGET: invalid target "sqs:orders": want sqs:https://sqs.<region>.amazonaws.com/<account>/<queue>`
+	if err == nil || err.Error() != want {
+		t.Errorf("FromEnv: %v, want %s", err, want)
 	}
 }
 
