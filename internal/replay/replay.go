@@ -270,8 +270,9 @@ func (h *Handler) hold(ctx context.Context, holds []decision) map[string]error {
 		}
 		chunk := holds[start:end]
 		start = end
-		queueURL, err := queueURLFromARN(chunk[0].rec.EventSourceARN)
+		queueURL, err := sqsmsg.QueueURLFromARN(chunk[0].rec.EventSourceARN)
 		if err != nil {
+			err = fmt.Errorf("replay: eventSourceARN: %w; the record is held for the DLQ's visibility timeout", err)
 			for _, d := range chunk {
 				fail(d.entry.RecordID, err)
 			}
@@ -326,21 +327,6 @@ var (
 	errNoVisibilityAPI  = errors.New("replay: no ChangeMessageVisibilityBatch client; the record is held for the DLQ's visibility timeout")
 	errHoldNotConfirmed = errors.New("replay: SQS did not confirm the visibility change; the record is held for the DLQ's visibility timeout")
 )
-
-// queueURLFromARN derives the queue URL the SQS API expects from a record's
-// eventSourceARN, arn:<partition>:sqs:<region>:<account>:<name>. The SDK
-// sends the request to its configured endpoint; the URL names the queue.
-func queueURLFromARN(arn string) (string, error) {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
-		return "", fmt.Errorf("replay: eventSourceARN %q is not an SQS queue ARN; the record is held for the DLQ's visibility timeout", arn)
-	}
-	domain := "amazonaws.com"
-	if parts[1] == "aws-cn" {
-		domain = "amazonaws.com.cn"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", parts[3], domain, parts[4], parts[5]), nil
-}
 
 func sendContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()

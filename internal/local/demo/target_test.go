@@ -66,21 +66,6 @@ func TestMainRefusesUnknownTarget(t *testing.T) {
 	}
 }
 
-func TestQueueURLFromARN(t *testing.T) {
-	t.Parallel()
-	for arn, want := range map[string]string{
-		"arn:aws:sqs:us-east-1:123456789012:demo-forwarded":     "https://sqs.us-east-1.amazonaws.com/123456789012/demo-forwarded",
-		"arn:aws-cn:sqs:cn-north-1:123456789012:q.fifo":         "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q.fifo",
-		"arn:aws:sns:us-east-1:123456789012:topic":              "",
-		"https://sqs.us-east-1.amazonaws.com/123456789012/name": "",
-	} {
-		got, err := queueURLFromARN(arn)
-		if got != want || (err == nil) != (want != "") {
-			t.Errorf("queueURLFromARN(%s) = %q, %v; want %q", arn, got, err, want)
-		}
-	}
-}
-
 // targetScenario is a small finished -target sqs run: every key's first send
 // forwarded once under its own lock, accepted and completed by the
 // invocation that sent it, every send deleted from the main queue.
