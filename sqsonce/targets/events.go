@@ -1,8 +1,6 @@
 package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +13,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // EventsAPI is the one EventBridge call an events target makes.

@@ -1,8 +1,6 @@
 package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +16,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // LambdaAPI is the one Lambda call a lambda target makes.

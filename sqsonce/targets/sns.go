@@ -1,8 +1,6 @@
 package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // SNSAPI is the one SNS call an sns target makes.
