@@ -12,6 +12,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
@@ -169,7 +170,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 		if len(in.Entries) == 0 {
 			continue
 		}
-		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in)
+		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in, retrybudget.SQS(ctx))
 		if err != nil {
 			p.log.WarnContext(ctx, "visibility of failed records not changed; they retry after the visibility timeout", "error", err, "records", len(chunk))
 			continue

@@ -108,26 +108,12 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, api: budgetedSender{d.SQS}, rand: d.Rand, now: d.Now, log: d.Logger, metrics: d.Metrics,
+	h := &Handler{cfg: cfg, api: d.SQS, rand: d.Rand, now: d.Now, log: d.Logger, metrics: d.Metrics,
 		function: cmp.Or(d.FunctionName, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "dlq-replayer")}
 	if v, ok := d.SQS.(VisibilityChanger); ok {
-		h.vis = budgetedVisibility{v}
+		h.vis = v
 	}
 	return h
-}
-
-// budgetedSender bounds every send's retries by its context's deadline.
-type budgetedSender struct{ api sqsmsg.BatchSender }
-
-func (s budgetedSender) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
-}
-
-// budgetedVisibility bounds every visibility change's retries likewise.
-type budgetedVisibility struct{ api VisibilityChanger }
-
-func (v budgetedVisibility) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	return v.api.ChangeMessageVisibilityBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }
 
 // action is what the handler does with a record.
@@ -289,7 +275,7 @@ func (h *Handler) hold(ctx context.Context, holds []decision) map[string]error {
 					VisibilityTimeout: int32(d.holdFor / time.Second),
 				})
 			}
-			out, err := h.vis.ChangeMessageVisibilityBatch(ctx, in)
+			out, err := h.vis.ChangeMessageVisibilityBatch(ctx, in, retrybudget.SQS(ctx))
 			if err != nil {
 				for _, d := range chunk {
 					fail(d.entry.RecordID, fmt.Errorf("replay: hide the held record in %s: %w", queueURL, err))
