@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
@@ -15,7 +15,7 @@ import (
 // answered is never sent again for net/http's late drain of the body
 // (retrybudget's body_moto_test.go shows the duplicate without it).
 func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
-	check := &retrybudget.BodyCheck{}
+	check := &retrybudgettest.BodyCheck{}
 	awsCfg := check.Config()
 	p, err := sqsonce.New(sqsonce.Config{Table: "t", KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {

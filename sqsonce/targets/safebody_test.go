@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
@@ -12,7 +12,7 @@ import (
 // Every target's client carries retrybudget.SafeRequestBody: a delivery the
 // service answered is never sent a second time by the SDK's retryer.
 func TestTargetClientsNeverRepeatAnAnsweredDelivery(t *testing.T) {
-	check := &retrybudget.BodyCheck{}
+	check := &retrybudgettest.BodyCheck{}
 	awsCfg := check.Config()
 	fn, err1 := targets.ToFunction(awsCfg, "consumer")
 	q, err2 := targets.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
