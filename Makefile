@@ -126,8 +126,8 @@ fuzz:
 	$(FUZZ) '^FuzzKeyFromBody$$' ./sqsonce
 	$(FUZZ) '^FuzzParseKeySource$$' ./sqsonce
 	$(FUZZ) '^FuzzConfigFromEnv$$' ./sqsonce
-	$(FUZZ) '^FuzzLambdaBatchResponse$$' ./sqsonce/target
-	$(FUZZ) '^FuzzTargetFromEnv$$' ./sqsonce/target
+	$(FUZZ) '^FuzzLambdaBatchResponse$$' ./sqsonce/targets
+	$(FUZZ) '^FuzzTargetFromEnv$$' ./sqsonce/targets
 	$(FUZZ) '^FuzzRecordAttributes$$' ./internal/sqsmsg
 	$(FUZZ) '^FuzzSameQueue$$' ./internal/sqsmsg
 	$(FUZZ) '^FuzzNewEvent$$' ./internal/local/localesm

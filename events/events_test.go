@@ -35,7 +35,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }
@@ -195,11 +195,11 @@ func (r *recorder) bodies() []string {
 }
 
 // processorConfig reads the processor's environment as cmd/processor does:
-// sqsonce.ConfigFromEnv, and TARGET with target.FromEnv; every bad variable
+// sqsonce.ConfigFromEnv, and TARGET with targets.FromEnv; every bad variable
 // at once.
 func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
-	tg, terr := target.FromEnv(lookup, awsCfg, nil)
+	tg, terr := targets.FromEnv(lookup, awsCfg, nil)
 	cfg.AWS, cfg.Target = awsCfg, tg
 	return cfg, errors.Join(err, terr)
 }

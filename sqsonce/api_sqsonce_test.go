@@ -14,7 +14,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // The tests of what a user of package sqsonce relies on (api_*_test.go):
@@ -291,7 +291,7 @@ func TestAPIConfigFromEnvErrorsNameTheVariables(t *testing.T) {
 func TestAPITargetAndHandlerTogetherRefused(t *testing.T) {
 	t.Parallel()
 	region := aws.Config{Region: "us-east-1"}
-	queue, err := target.ToQueue(region, "https://sqs.us-east-1.amazonaws.com/123456789012/q")
+	queue, err := targets.ToQueue(region, "https://sqs.us-east-1.amazonaws.com/123456789012/q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,18 +299,18 @@ func TestAPITargetAndHandlerTogetherRefused(t *testing.T) {
 	if _, err := sqsonce.New(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "Config.Target") {
 		t.Fatalf("New: %v, want an error naming Config.Target", err)
 	}
-	if _, err := target.ToQueue(region, "orders"); err == nil {
+	if _, err := targets.ToQueue(region, "orders"); err == nil {
 		t.Error("ToQueue of a queue name, not a URL: no error")
 	}
-	_, err = target.FromEnv(apiLookup(map[string]string{"TARGET": "sqs:orders"}), region, nil)
+	_, err = targets.FromEnv(apiLookup(map[string]string{"TARGET": "sqs:orders"}), region, nil)
 	if err == nil || !strings.Contains(err.Error(), "TARGET") {
-		t.Errorf("target.FromEnv with a bad TARGET: %v, want an error naming TARGET", err)
+		t.Errorf("targets.FromEnv with a bad TARGET: %v, want an error naming TARGET", err)
 	}
 }
 
 // TestAPIConfigFromEnvLeavesTheTargetToPackageTarget: ConfigFromEnv does
 // not read TARGET (a program without a target links none of their
-// clients); target.FromEnv reads it, with the bus's source and detail type.
+// clients); targets.FromEnv reads it, with the bus's source and detail type.
 func TestAPIConfigFromEnvLeavesTheTargetToPackageTarget(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p", "TARGET": "events:orders", "TARGET_EVENT_SOURCE": "shop", "TARGET_DETAIL_TYPE": "order"}
@@ -318,13 +318,13 @@ func TestAPIConfigFromEnvLeavesTheTargetToPackageTarget(t *testing.T) {
 	if err != nil || cfg.Target != nil {
 		t.Fatalf("ConfigFromEnv: target %v, %v; want no target and no error", cfg.Target, err)
 	}
-	tg, err := target.FromEnv(apiLookup(env), aws.Config{Region: "us-east-1"}, nil)
+	tg, err := targets.FromEnv(apiLookup(env), aws.Config{Region: "us-east-1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus, ok := tg.(*target.EventsTarget)
+	bus, ok := tg.(*targets.EventsTarget)
 	if !ok || bus.Bus != "orders" || bus.Source != "shop" || bus.DetailType != "order" {
-		t.Errorf("target.FromEnv = %#v, want the bus orders with source shop and detail type order", tg)
+		t.Errorf("targets.FromEnv = %#v, want the bus orders with source shop and detail type order", tg)
 	}
 }
 

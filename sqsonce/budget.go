@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
@@ -49,19 +47,4 @@ func (b budget) context(ctx context.Context) (context.Context, context.CancelFun
 		return context.WithCancel(ctx)
 	}
 	return context.WithDeadline(ctx, b.deadline.Add(-retrybudget.ResponseShare(b.reserve)))
-}
-
-// budgetedSQS bounds every SQS call's retries by its context's deadline.
-type budgetedSQS struct{ api sqsAPI }
-
-func (s budgetedSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
-}
-
-func (s budgetedSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	return s.api.ChangeMessageVisibilityBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
-}
-
-func (s budgetedSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return s.api.GetQueueAttributes(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }

@@ -115,7 +115,7 @@ type Config struct {
 	// Concurrent calls of Handle or Do call it concurrently.
 	OnOutcome func(context.Context, Outcome)
 	// Target, when set, receives the records instead of a Handler (TARGET,
-	// read by target.FromEnv): package sqsonce/target delivers to an
+	// read by targets.FromEnv): package sqsonce/targets delivers to an
 	// existing Lambda function, queue, topic or bus. A record is completed
 	// once the target accepted it. New refuses a Target with a Handler.
 	Target Target
@@ -300,7 +300,7 @@ func (c *Config) needsSQS() bool {
 // lookup (os.LookupEnv, or a map's in tests), for a program that sets more
 // (a Logger, a KeyFunc, a Target, its own AWS configuration) before calling
 // New. KEY_PREFIX defaults to AWS_LAMBDA_FUNCTION_NAME. TARGET is read by
-// target.FromEnv, so that a program without a target links none of the
+// targets.FromEnv, so that a program without a target links none of the
 // targets' clients. Errors name the variables, every bad one at once.
 func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 	r := envconfig.NewReader(lookup)
@@ -341,12 +341,12 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (Config, error) {
 // and, when set, Target, Logger, OnOutcome, WaitInProgress, Now and Rand;
 // its other fields are the variables'. An invalid variable is an error
 // naming it, every bad one at once. TARGET set without base.Target is an
-// error: build the target with package sqsonce/target, as cmd/processor
+// error: build the target with package sqsonce/targets, as cmd/processor
 // does, and pass a nil h.
 func FromEnv(lookup func(name string) (string, bool), base Config, h Handler) (*Processor, error) {
 	cfg, err := ConfigFromEnv(lookup)
 	if t, ok := lookup("TARGET"); ok && t != "" && base.Target == nil {
-		err = errors.Join(err, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv was given no Target: unset it, or build the target with package sqsonce/target as cmd/processor does", t))
+		err = errors.Join(err, fmt.Errorf("sqsonce: environment variable TARGET is set (%q), but FromEnv was given no Target: unset it, or build the target with package sqsonce/targets as cmd/processor does", t))
 	}
 	if err != nil {
 		return nil, err

@@ -124,8 +124,13 @@ func (p *Processor) deliverBatch(ctx context.Context, batch []*held, msgs []Deli
 			deadline = d
 		}
 	}
-	callCtx, cancel := context.WithCancel(ctx)
-	if !deadline.IsZero() {
+	// One context, cancelled on return: a WithCancel replaced by a
+	// WithDeadline would stay registered with ctx until the batch ends.
+	var callCtx context.Context
+	var cancel context.CancelFunc
+	if deadline.IsZero() {
+		callCtx, cancel = context.WithCancel(ctx)
+	} else {
 		callCtx, cancel = context.WithDeadline(ctx, deadline)
 	}
 	defer cancel()

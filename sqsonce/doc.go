@@ -26,7 +26,7 @@
 // Any Go program configures it in Go instead: New with a Config whose Key is
 // KeyFromBody("/orderId"), KeyFromAttribute, KeyFromMessageID or KeyFunc.
 // Without a handler of your own, Config.Target hands the records the
-// processor holds to what consumes them today (package sqsonce/target: a
+// processor holds to what consumes them today (package sqsonce/targets: a
 // Lambda function, a queue, a topic or a bus).
 //
 // Tests need no AWS: package sqsonce/sqsoncetest has an in-memory store with

@@ -2,10 +2,8 @@ package sqsonce
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -14,6 +12,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/jitter"
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
@@ -137,7 +136,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 	for chunk := range chunks(failed, sqsmsg.MaxBatchEntries) {
 		kind := kinds[offset : offset+len(chunk)]
 		offset += len(chunk)
-		queueURL, err := queueURLFromARN(chunk[0].EventSourceARN)
+		queueURL, err := sqsmsg.QueueURLFromARN(chunk[0].EventSourceARN)
 		if err != nil {
 			p.log.WarnContext(ctx, "visibility of failed records not changed", "error", err)
 			continue
@@ -171,7 +170,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 		if len(in.Entries) == 0 {
 			continue
 		}
-		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in)
+		out, err := p.sqs.ChangeMessageVisibilityBatch(ctx, in, retrybudget.SQS(ctx))
 		if err != nil {
 			p.log.WarnContext(ctx, "visibility of failed records not changed; they retry after the visibility timeout", "error", err, "records", len(chunk))
 			continue
@@ -249,19 +248,4 @@ func chunks(records []events.SQSMessage, n int) func(func([]events.SQSMessage) b
 			start = end
 		}
 	}
-}
-
-// queueURLFromARN derives the queue URL the SQS API expects from a record's
-// eventSourceARN, arn:<partition>:sqs:<region>:<account>:<name>. The SDK
-// sends the request to its configured endpoint; the URL names the queue.
-func queueURLFromARN(arn string) (string, error) {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
-		return "", fmt.Errorf("eventSourceARN %q is not an SQS queue ARN", arn)
-	}
-	domain := "amazonaws.com"
-	if parts[1] == "aws-cn" {
-		domain = "amazonaws.com.cn"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", parts[3], domain, parts[4], parts[5]), nil
 }

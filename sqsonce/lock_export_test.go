@@ -12,8 +12,8 @@ import (
 // what it reports beyond Do's error: the outcome, the fence, a takeover, a
 // cached answer, a failed release, a lost lock. memstore no longer imports
 // sqsonce; what keeps these tests external is that they share their
-// helpers with the tests that drive sqsonce/target's targets through a
-// Processor, and an internal test cannot import sqsonce/target (it imports
+// helpers with the tests that drive sqsonce/targets' targets through a
+// Processor, and an internal test cannot import sqsonce/targets (it imports
 // sqsonce).
 
 // LockOutcome is what the lock did with a key.

@@ -18,10 +18,10 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
-// The targets of package sqsonce/target, driven by a Processor against
+// The targets of package sqsonce/targets, driven by a Processor against
 // moto_server's queues, topics, buses and functions.
 
 // arrivedOncePerKey asserts the queue got each order exactly once, with its
@@ -49,8 +49,8 @@ func rawOrder(t *testing.T) func(sqstypes.Message) string {
 		if attr(m, "tenant") != "acme" || aws.ToString(m.MessageAttributes["amount"].DataType) != "Number.float" {
 			t.Errorf("attributes not intact: %v", m.MessageAttributes)
 		}
-		if k := attr(m, target.AttrKey); k != o.OrderID {
-			t.Errorf("%s = %q, want %q", target.AttrKey, k, o.OrderID)
+		if k := attr(m, targets.AttrKey); k != o.OrderID {
+			t.Errorf("%s = %q, want %q", targets.AttrKey, k, o.OrderID)
 		}
 		return o.OrderID
 	}
@@ -60,7 +60,7 @@ func TestTargetSQSExactlyOncePerKey(t *testing.T) {
 	t.Parallel()
 	b := procSetup(t, dynamoBackend)
 	dest := mototest.NewQueue(t, b.aws, false, nil)
-	tg, err := target.ToQueue(b.aws, dest)
+	tg, err := targets.ToQueue(b.aws, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestTargetSNSExactlyOncePerKey(t *testing.T) {
 	t.Parallel()
 	b := procSetup(t, dynamoBackend)
 	topic, queue := mototest.NewTopicToQueue(t, b.aws, false)
-	tg, err := target.ToTopic(b.aws, topic)
+	tg, err := targets.ToTopic(b.aws, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func eventOrder(t *testing.T) func(sqstypes.Message) string {
 func ordersBus(t *testing.T, b *procBundle) (sqsonce.Target, string) {
 	t.Helper()
 	bus, queue := mototest.NewBusToQueue(t, b.aws, "orders-app")
-	tg, err := target.ToBus(b.aws, bus, "orders-app", "")
+	tg, err := targets.ToBus(b.aws, bus, "orders-app", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func lambdaTarget(t *testing.T, b *procBundle) (*sqsonce.Processor, *faultproxy.
 	t.Cleanup(func() { p.Close() })
 	via := b.aws.Copy()
 	via.BaseEndpoint = aws.String(p.URL)
-	tg, err := target.ToFunction(via, fn)
+	tg, err := targets.ToFunction(via, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

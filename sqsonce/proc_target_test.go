@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // withTarget is a processor on b's store delivering to tg instead of
@@ -269,7 +269,7 @@ func TestTargetIsSourceRefused(t *testing.T) {
 	// delivery through.
 	nowhere := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
-	tg, err := target.ToQueue(nowhere, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
+	tg, err := targets.ToQueue(nowhere, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
 	if err != nil {
 		t.Fatal(err)
 	}

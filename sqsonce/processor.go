@@ -95,9 +95,6 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 			o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
 		})
 	}
-	if d.sqs != nil {
-		d.sqs = budgetedSQS{d.sqs}
-	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
 // checkedAttributes are the queue attributes queueWarnings reads.
@@ -84,7 +86,7 @@ func (p *Processor) checkQueue(ctx context.Context) {
 		}
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		out, err := p.sqs.GetQueueAttributes(callCtx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(p.cfg.QueueURL), AttributeNames: checkedAttributes})
+		out, err := p.sqs.GetQueueAttributes(callCtx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(p.cfg.QueueURL), AttributeNames: checkedAttributes}, retrybudget.SQS(callCtx))
 		if err != nil {
 			p.log.DebugContext(ctx, "queue attributes not checked", "queueUrl", p.cfg.QueueURL, "error", err)
 			return

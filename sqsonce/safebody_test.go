@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -17,7 +17,7 @@ import (
 // answered is never sent again for net/http's late drain of the body
 // (retrybudget's body_moto_test.go shows the duplicate without it).
 func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
-	check := &retrybudget.BodyCheck{}
+	check := &retrybudgettest.BodyCheck{}
 	awsCfg := check.Config()
 	st, err := dynamostore.FromEnv(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "t"}), awsCfg)
 	if err != nil {

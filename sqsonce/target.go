@@ -8,7 +8,7 @@ import (
 )
 
 // Target receives the records a Processor holds the locks of, instead of a
-// Handler: what consumes the queue today. Package sqsonce/target has the
+// Handler: what consumes the queue today. Package sqsonce/targets has the
 // targets for a Lambda function, an SQS queue, an SNS topic and an
 // EventBridge bus; sqsonce itself links none of their clients.
 type Target interface {

@@ -15,12 +15,12 @@ import (
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // A Target instead of a Handler: each key's message is sent on to another
 // queue once, with its key in the sqs-once-key attribute. No code of yours
-// runs; target.ToFunction puts sqs-once in front of an existing consumer.
+// runs; targets.ToFunction puts sqs-once in front of an existing consumer.
 // (It runs against the tests' moto_server: go test -tags integration.)
 func ExampleConfig_target() {
 	ctx := context.Background()
@@ -34,7 +34,7 @@ func ExampleConfig_target() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	queue, err := target.ToQueue(awsCfg, aws.ToString(dest.QueueUrl))
+	queue, err := targets.ToQueue(awsCfg, aws.ToString(dest.QueueUrl))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,13 +59,13 @@ func ExampleConfig_target() {
 		batch.Records[0].MessageId += "-again"
 	}
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: dest.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{target.AttrKey},
+		QueueUrl: dest.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{targets.AttrKey},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, m := range out.Messages {
-		fmt.Println(aws.ToString(m.Body), aws.ToString(m.MessageAttributes[target.AttrKey].StringValue))
+		fmt.Println(aws.ToString(m.Body), aws.ToString(m.MessageAttributes[targets.AttrKey].StringValue))
 	}
 	// Output:
 	// {"orderId":"B-7"} B-7

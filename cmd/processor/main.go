@@ -3,7 +3,7 @@
 // replace handleMessage with your side effect, or write the same few lines
 // in your own module. With TARGET set, the records go to that target (an
 // existing consumer function, a queue, a topic or a bus, package
-// sqsonce/target) instead of handleMessage.
+// sqsonce/targets) instead of handleMessage.
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/lambdamain"
 	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // exitBadConfig ends the init phase when the environment is wrong, so Lambda
@@ -37,14 +37,14 @@ func main() {
 }
 
 // newProcessor is sqsonce.FromEnv with the store STORE names
-// (internal/storeenv) and TARGET read by target.FromEnv: handleMessage runs
+// (internal/storeenv) and TARGET read by targets.FromEnv: handleMessage runs
 // only when no target takes the records.
 func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqsonce.Processor, error) {
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
-	t, terr := target.FromEnv(lookup, awsCfg, slog.Default())
+	t, terr := targets.FromEnv(lookup, awsCfg, slog.Default())
 	store, serr := storeenv.FromEnv(lookup, awsCfg)
 	if terr != nil || serr != nil {
 		// Every bad variable at once: the target's, the store's and the

@@ -20,7 +20,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 const reference = "docs/configuration.md"
@@ -90,12 +90,12 @@ var binaries = []loader{
 
 // loadProcessor reads the environment as cmd/processor does
 // (sqsonce.ConfigFromEnv, the store with storeenv.FromEnv, and TARGET with
-// target.FromEnv), then builds the
+// targets.FromEnv), then builds the
 // processor with New, whose checks a variable must pass too. The store is
 // sqsoncetest's: nothing here reaches AWS.
 func loadProcessor(lookup envconfig.Lookup) error {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
-	tg, terr := target.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
+	tg, terr := targets.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
 	// The default build's: STORE=redis is refused (no Redis store linked).
 	_, serr := storeenv.FromEnv(lookup, aws.Config{Region: "us-east-1"})
 	if err := errors.Join(err, terr, serr); err != nil {

@@ -141,7 +141,7 @@ func isTargetClient(pkg string) bool {
 // TestSqsonceLinksNoTargetClient: package sqsonce brings in none of the
 // SDK clients only a Target calls (Lambda, SNS, EventBridge) nor
 // CloudWatch's, whose metrics it writes as log lines: they live in
-// sqsonce/target, which a program imports only to use a target.
+// sqsonce/targets, which a program imports only to use a target.
 func TestSqsonceLinksNoTargetClient(t *testing.T) {
 	t.Parallel()
 	root := module + "/sqsonce"
@@ -197,4 +197,20 @@ func (g graph) reach(root string) graph {
 		queue = append(queue, g[p]...)
 	}
 	return out
+}
+
+// TestShippedPackagesLeaveOutTestSupport: no package a user imports or a
+// binary is built from links the test support of internal/retrybudget
+// (retrybudgettest, an HTTP client that sends nothing).
+func TestShippedPackagesLeaveOutTestSupport(t *testing.T) {
+	t.Parallel()
+	roots := []string{module + "/cmd/processor", module + "/cmd/dlq-replayer", module + "/cmd/sqs-once", module + "/sqsonce", module + "/sqsonce/targets"}
+	g := listDeps(t, nil, "", "./cmd/processor", "./cmd/dlq-replayer", "./cmd/sqs-once", "./sqsonce", "./sqsonce/targets")
+	for _, r := range roots {
+		if _, ok := g[r]; !ok {
+			t.Fatalf("go list did not list %s", r)
+		}
+	}
+	checkNone(t, g, roots, func(pkg string) bool { return under(pkg, module+"/internal/retrybudget/retrybudgettest") },
+		"a shipped package links test support")
 }

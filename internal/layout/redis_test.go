@@ -22,7 +22,7 @@ func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 	if _, ok := store[redisClient+"/v9"]; !ok {
 		t.Fatalf("go list -deps ./sqsonce/store/redisstore does not list %s/v9: the check below would prove nothing", redisClient)
 	}
-	roots := []string{module + "/sqsonce", module + "/sqsonce/sqsoncetest", module + "/sqsonce/target"}
+	roots := []string{module + "/sqsonce", module + "/sqsonce/sqsoncetest", module + "/sqsonce/targets"}
 	for _, build := range []struct {
 		env  []string
 		tags string
@@ -30,7 +30,7 @@ func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 		{nil, ""},
 		{[]string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "lambda.norpc"}, // the Makefile's LAMBDA_BUILD
 	} {
-		g := listDeps(t, build.env, build.tags, "./cmd/...", "./sqsonce", "./sqsonce/sqsoncetest", "./sqsonce/target")
+		g := listDeps(t, build.env, build.tags, "./cmd/...", "./sqsonce", "./sqsonce/sqsoncetest", "./sqsonce/targets")
 		var all []string
 		for pkg := range g {
 			if strings.HasPrefix(pkg, module+"/cmd/") {

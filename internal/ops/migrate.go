@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // The allowed values of the template's ProcessorTimeout and
@@ -188,7 +188,7 @@ func ReadMigration(ctx context.Context, sq SQSAPI, cf StackAPI, fn MappingAPI, o
 			m.BatchingWindowSeconds = mp.BatchingWindowSeconds
 		}
 		if m.ConsumerName == "" {
-			if spec, err := target.ParseSpec(m.Target); err == nil && spec.Kind == target.Lambda {
+			if spec, err := targets.ParseSpec(m.Target); err == nil && spec.Kind == targets.Lambda {
 				m.ConsumerName = spec.Dest
 			}
 		}
@@ -491,12 +491,12 @@ func (m *Migration) checkRetention() Check {
 
 func (m *Migration) checkTarget() Check {
 	c := Check{Name: checkTarget}
-	spec, err := target.ParseSpec(m.Target)
+	spec, err := targets.ParseSpec(m.Target)
 	switch {
 	case m.Target == "":
 		c.Status, c.Detail = CheckFail, "the stack's processor runs its built-in handler (Target is empty), so your consumer would receive nothing"
 		c.Change = []string{"deploy the stack with Target=lambda:<your consumer function>"}
-	case err != nil || spec.Kind != target.Lambda:
+	case err != nil || spec.Kind != targets.Lambda:
 		c.Status, c.Detail = CheckFail, fmt.Sprintf("the stack's processor delivers to %s, not to a Lambda function: cutover moves a Lambda consumer's mapping", m.Target)
 		c.Change = []string{"deploy the stack with Target=lambda:<your consumer function>"}
 	case m.Consumer != nil && spec.FunctionName() != m.Consumer.Name:

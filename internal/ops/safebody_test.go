@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
 )
 
 // The CLI's configuration carries retrybudget.SafeRequestBody: a redrive or
@@ -20,7 +20,7 @@ func TestCLIClientsNeverRepeatAnAnsweredCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := &retrybudget.BodyCheck{}
+	check := &retrybudgettest.BodyCheck{}
 	cfg.HTTPClient = check
 	_, _ = sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.RetryMaxAttempts = 1 }).SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: new(string), MessageBody: new(string)})
 	sends, writerTos := check.Counts()

@@ -108,26 +108,12 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, api: budgetedSender{d.SQS}, rand: d.Rand, now: d.Now, log: d.Logger, metrics: d.Metrics,
+	h := &Handler{cfg: cfg, api: d.SQS, rand: d.Rand, now: d.Now, log: d.Logger, metrics: d.Metrics,
 		function: cmp.Or(d.FunctionName, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "dlq-replayer")}
 	if v, ok := d.SQS.(VisibilityChanger); ok {
-		h.vis = budgetedVisibility{v}
+		h.vis = v
 	}
 	return h
-}
-
-// budgetedSender bounds every send's retries by its context's deadline.
-type budgetedSender struct{ api sqsmsg.BatchSender }
-
-func (s budgetedSender) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
-}
-
-// budgetedVisibility bounds every visibility change's retries likewise.
-type budgetedVisibility struct{ api VisibilityChanger }
-
-func (v budgetedVisibility) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	return v.api.ChangeMessageVisibilityBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }
 
 // action is what the handler does with a record.
@@ -270,8 +256,9 @@ func (h *Handler) hold(ctx context.Context, holds []decision) map[string]error {
 		}
 		chunk := holds[start:end]
 		start = end
-		queueURL, err := queueURLFromARN(chunk[0].rec.EventSourceARN)
+		queueURL, err := sqsmsg.QueueURLFromARN(chunk[0].rec.EventSourceARN)
 		if err != nil {
+			err = fmt.Errorf("replay: eventSourceARN: %w; the record is held for the DLQ's visibility timeout", err)
 			for _, d := range chunk {
 				fail(d.entry.RecordID, err)
 			}
@@ -288,7 +275,7 @@ func (h *Handler) hold(ctx context.Context, holds []decision) map[string]error {
 					VisibilityTimeout: int32(d.holdFor / time.Second),
 				})
 			}
-			out, err := h.vis.ChangeMessageVisibilityBatch(ctx, in)
+			out, err := h.vis.ChangeMessageVisibilityBatch(ctx, in, retrybudget.SQS(ctx))
 			if err != nil {
 				for _, d := range chunk {
 					fail(d.entry.RecordID, fmt.Errorf("replay: hide the held record in %s: %w", queueURL, err))
@@ -326,21 +313,6 @@ var (
 	errNoVisibilityAPI  = errors.New("replay: no ChangeMessageVisibilityBatch client; the record is held for the DLQ's visibility timeout")
 	errHoldNotConfirmed = errors.New("replay: SQS did not confirm the visibility change; the record is held for the DLQ's visibility timeout")
 )
-
-// queueURLFromARN derives the queue URL the SQS API expects from a record's
-// eventSourceARN, arn:<partition>:sqs:<region>:<account>:<name>. The SDK
-// sends the request to its configured endpoint; the URL names the queue.
-func queueURLFromARN(arn string) (string, error) {
-	parts := strings.Split(arn, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
-		return "", fmt.Errorf("replay: eventSourceARN %q is not an SQS queue ARN; the record is held for the DLQ's visibility timeout", arn)
-	}
-	domain := "amazonaws.com"
-	if parts[1] == "aws-cn" {
-		domain = "amazonaws.com.cn"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", parts[3], domain, parts[4], parts[5]), nil
-}
 
 func sendContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()

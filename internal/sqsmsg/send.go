@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
 // BatchSender is the one SQS call SendBatch makes.
@@ -210,7 +212,10 @@ func sendChunk(ctx context.Context, api BatchSender, queueURL string, entries []
 			MessageSystemAttributes: traceHeader(e.TraceHeader),
 		}
 	}
-	out, err := api.SendMessageBatch(ctx, in)
+	// Every send of the suite fits its retries in the time ctx has left:
+	// one place for the processor's forwards, the replayer's sends and the
+	// sqs target's.
+	out, err := api.SendMessageBatch(ctx, in, retrybudget.SQS(ctx))
 	var tooLong *sqstypes.BatchRequestTooLong
 	if errors.As(err, &tooLong) && len(chunk) > 1 {
 		// A region or queue with a lower batch limit than MaxBatchBytes

@@ -25,7 +25,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 const (
@@ -41,12 +41,12 @@ var loaders = map[string]func(envconfig.Lookup) error{
 }
 
 // processorConfig reads the processor's environment as cmd/processor does:
-// sqsonce.ConfigFromEnv, and TARGET with target.FromEnv (which reads
+// sqsonce.ConfigFromEnv, and TARGET with targets.FromEnv (which reads
 // AWS_LAMBDA_FUNCTION_NAME too, to refuse the processor's own function);
 // every bad variable at once. The Target's clients use awsCfg.
 func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
-	tg, terr := target.FromEnv(lookup, awsCfg, nil)
+	tg, terr := targets.FromEnv(lookup, awsCfg, nil)
 	s, serr := storeenv.FromEnv(lookup, awsCfg)
 	cfg.AWS, cfg.Target, cfg.Store = awsCfg, tg, s
 	return cfg, errors.Join(err, terr, serr)

@@ -21,11 +21,11 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/samstack"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // TestTargetPattern: Target's AllowedPattern gives each value the verdict
-// target.ParseSpec, the processor's own reader of TARGET, gives it,
+// targets.ParseSpec, the processor's own reader of TARGET, gives it,
 // except where the template is narrower on purpose (then why says so).
 func TestTargetPattern(t *testing.T) {
 	t.Parallel()
@@ -105,9 +105,9 @@ func TestTargetPattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tmplErr := p.Check(tt.value)
-		spec, specErr := target.ParseSpec(tt.value)
+		spec, specErr := targets.ParseSpec(tt.value)
 		if tt.value == "" {
-			// No target: target.FromEnv never calls ParseSpec for it.
+			// No target: targets.FromEnv never calls ParseSpec for it.
 			specErr = nil
 		}
 		wantTmpl, wantSpec := tt.ok, tt.ok
@@ -118,7 +118,7 @@ func TestTargetPattern(t *testing.T) {
 			t.Errorf("%q: template accepts %v, want %v (%v)", tt.value, tmplErr == nil, wantTmpl, tmplErr)
 		}
 		if (specErr == nil) != wantSpec {
-			t.Errorf("%q: target.ParseSpec accepts %v, want %v (%v)", tt.value, specErr == nil, wantSpec, specErr)
+			t.Errorf("%q: targets.ParseSpec accepts %v, want %v (%v)", tt.value, specErr == nil, wantSpec, specErr)
 		}
 		if specErr == nil && tt.value != "" && spec.String() != tt.value {
 			t.Errorf("%q: ParseSpec reads it as %q", tt.value, spec.String())
@@ -239,12 +239,12 @@ func TestTargetPolicies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if tc.params["Target"] != "" {
-				spec, err := target.ParseSpec(tc.params["Target"])
+				spec, err := targets.ParseSpec(tc.params["Target"])
 				if err != nil {
 					t.Fatalf("the processor refuses this Target: %v", err)
 				}
 				// The function granted is the one the processor calls.
-				if spec.Kind == target.Lambda {
+				if spec.Kind == targets.Lambda {
 					arn := tc.grants[0].Resource
 					if name := arn[strings.LastIndex(arn, ":")+1:]; name != spec.FunctionName() {
 						t.Errorf("granted function %q, the processor calls %q", name, spec.FunctionName())
@@ -273,10 +273,10 @@ func TestTargetPolicies(t *testing.T) {
 func TestTargetGrantsMatchTheClients(t *testing.T) {
 	t.Parallel()
 	clients := map[string]reflect.Type{
-		"lambda": reflect.TypeFor[target.LambdaTarget](),
-		"sqs":    reflect.TypeFor[target.SQSTarget](),
-		"sns":    reflect.TypeFor[target.SNSTarget](),
-		"events": reflect.TypeFor[target.EventsTarget](),
+		"lambda": reflect.TypeFor[targets.LambdaTarget](),
+		"sqs":    reflect.TypeFor[targets.SQSTarget](),
+		"sns":    reflect.TypeFor[targets.SNSTarget](),
+		"events": reflect.TypeFor[targets.EventsTarget](),
 	}
 	// How IAM authorises each call: a batch call as its single form, and
 	// Lambda's Invoke as lambda:InvokeFunction.
@@ -594,20 +594,20 @@ func checkTarget(t *testing.T, got sqsonce.Target, spec, source, detailType stri
 		}
 		return
 	}
-	s, err := target.ParseSpec(spec)
+	s, err := targets.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ok bool
 	switch tg := got.(type) {
-	case *target.LambdaTarget:
-		ok = s.Kind == target.Lambda && tg.Function == s.Dest
-	case *target.SQSTarget:
-		ok = s.Kind == target.SQS && tg.QueueURL == s.Dest
-	case *target.SNSTarget:
-		ok = s.Kind == target.SNS && tg.TopicARN == s.Dest
-	case *target.EventsTarget:
-		ok = s.Kind == target.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
+	case *targets.LambdaTarget:
+		ok = s.Kind == targets.Lambda && tg.Function == s.Dest
+	case *targets.SQSTarget:
+		ok = s.Kind == targets.SQS && tg.QueueURL == s.Dest
+	case *targets.SNSTarget:
+		ok = s.Kind == targets.SNS && tg.TopicARN == s.Dest
+	case *targets.EventsTarget:
+		ok = s.Kind == targets.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
 	}
 	if !ok {
 		t.Errorf("processor Target %T %+v; want %s (event source %q, detail type %q)", got, got, spec, source, detailType)

@@ -21,7 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // Logical ids of the template's resources the runner wires together.
@@ -95,7 +95,7 @@ func loadStack(ctx context.Context, api queueAPI, st *samstack.Stack) (*stackInf
 	cfg, cfgErr := sqsonce.ConfigFromEnv(lambdaEnv(s.processor))
 	var targetErr error
 	if t := s.deployedTarget(); t != "" {
-		if _, err := target.ParseSpec(t); err != nil {
+		if _, err := targets.ParseSpec(t); err != nil {
 			targetErr = &envconfig.VarError{Name: "TARGET", Msg: err.Error()}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // TestParseFlagsTarget: -target takes "sqs" or nothing; with it the keys the
@@ -63,21 +63,6 @@ func TestMainRefusesUnknownTarget(t *testing.T) {
 	code := Main(context.Background(), []string{"-target", "events"}, &stdout, &stderr)
 	if code != ExitUsage || !strings.Contains(stderr.String(), `sqs-once-local: -target "events"`) || stdout.Len() != 0 {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and the reason", code, stdout.String(), stderr.String())
-	}
-}
-
-func TestQueueURLFromARN(t *testing.T) {
-	t.Parallel()
-	for arn, want := range map[string]string{
-		"arn:aws:sqs:us-east-1:123456789012:demo-forwarded":     "https://sqs.us-east-1.amazonaws.com/123456789012/demo-forwarded",
-		"arn:aws-cn:sqs:cn-north-1:123456789012:q.fifo":         "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q.fifo",
-		"arn:aws:sns:us-east-1:123456789012:topic":              "",
-		"https://sqs.us-east-1.amazonaws.com/123456789012/name": "",
-	} {
-		got, err := queueURLFromARN(arn)
-		if got != want || (err == nil) != (want != "") {
-			t.Errorf("queueURLFromARN(%s) = %q, %v; want %q", arn, got, err, want)
-		}
 	}
 }
 
@@ -141,8 +126,8 @@ func (sc *targetScenario) arrive(s Send, fence int64) {
 	for name, v := range attrs {
 		got[name] = v
 	}
-	got[target.AttrKey] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s.Key)}
-	got[target.AttrFence] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(strconv.FormatInt(fence, 10))}
+	got[targets.AttrKey] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s.Key)}
+	got[targets.AttrFence] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(strconv.FormatInt(fence, 10))}
 	sc.landings = append(sc.landings, Landing{MessageID: "m" + strconv.Itoa(len(sc.landings)), Body: body, Attributes: got})
 }
 
@@ -226,7 +211,7 @@ func TestSummarizeTargetViolations(t *testing.T) {
 		},
 		"the key attribute disagrees with the body": {
 			func(sc *targetScenario) {
-				sc.landings[0].Attributes[target.AttrKey] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("order-99999")}
+				sc.landings[0].Attributes[targets.AttrKey] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("order-99999")}
 			},
 			`sqs-once-key "order-99999", the body's orderId`,
 			func(s Summary) bool { return s.Target.AttributesIntact == 11 },

@@ -13,7 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 const (
@@ -43,12 +43,12 @@ type Landing struct {
 
 // Key is the idempotency key the message was forwarded under, from the
 // attribute the sqs target adds; "" when it is missing.
-func (l Landing) Key() string { return aws.ToString(l.Attributes[target.AttrKey].StringValue) }
+func (l Landing) Key() string { return aws.ToString(l.Attributes[targets.AttrKey].StringValue) }
 
 // Fence is the fencing token of the lock the message was forwarded under;
 // false when the attribute is missing or not a positive integer.
 func (l Landing) Fence() (int64, bool) {
-	n, err := strconv.ParseInt(aws.ToString(l.Attributes[target.AttrFence].StringValue), 10, 64)
+	n, err := strconv.ParseInt(aws.ToString(l.Attributes[targets.AttrFence].StringValue), 10, 64)
 	return n, err == nil && n > 0
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // What the target answered for one message the processor handed it.
@@ -181,8 +181,8 @@ func observeTargetAttempts(cfg aws.Config, queueURL string, report func([]lockID
 func entryLocks(req *sqs.SendMessageBatchInput) []lockID {
 	ids := make([]lockID, 0, len(req.Entries))
 	for _, e := range req.Entries {
-		fence, err := strconv.ParseInt(aws.ToString(e.MessageAttributes[target.AttrFence].StringValue), 10, 64)
-		if key := aws.ToString(e.MessageAttributes[target.AttrKey].StringValue); key != "" && err == nil {
+		fence, err := strconv.ParseInt(aws.ToString(e.MessageAttributes[targets.AttrFence].StringValue), 10, 64)
+		if key := aws.ToString(e.MessageAttributes[targets.AttrKey].StringValue); key != "" && err == nil {
 			ids = append(ids, lockID{Key: key, Fence: fence})
 		}
 	}

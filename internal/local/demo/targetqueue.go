@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // targetQueue is the second queue of -target sqs: the processor forwards
@@ -22,7 +22,7 @@ type targetQueue struct {
 	// one it drains; spec is TARGET as the template's Target parameter
 	// accepts it (see newTargetQueue).
 	url  string
-	spec target.Spec
+	spec targets.Spec
 }
 
 // newTargetQueue creates the destination queue of a local stack before the
@@ -47,28 +47,15 @@ func newTargetQueue(ctx context.Context, api *sqs.Client, stackName string) (*ta
 		return nil, err
 	}
 	arn := attrs[string(sqstypes.QueueAttributeNameQueueArn)]
-	awsURL, err := queueURLFromARN(arn)
+	awsURL, err := sqsmsg.QueueURLFromARN(arn)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := target.ParseSpec(string(target.SQS) + ":" + awsURL)
+	spec, err := targets.ParseSpec(string(targets.SQS) + ":" + awsURL)
 	if err != nil {
 		return nil, err
 	}
 	return &targetQueue{name: name, url: url, spec: spec}, nil
-}
-
-// queueURLFromARN is SQS's URL of the queue arn:<partition>:sqs:<region>:<account>:<name>.
-func queueURLFromARN(arn string) (string, error) {
-	p := strings.Split(arn, ":")
-	if len(p) != 6 || p[2] != "sqs" || p[3] == "" || p[4] == "" || p[5] == "" {
-		return "", fmt.Errorf("queue ARN %q: want arn:aws:sqs:<region>:<account>:<name>", arn)
-	}
-	host := "amazonaws.com"
-	if p[1] == "aws-cn" {
-		host = "amazonaws.com.cn"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", p[3], host, p[4], p[5]), nil
 }
 
 // checkDeployed makes sure the deployed processor got the Target the demo

@@ -11,7 +11,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // TargetStats is what reached the target queue of -target sqs, counted per
@@ -187,10 +187,10 @@ func (s *Summary) checkLandings(w Workload, landings []Landing, message func(Sen
 // count and original message id, as its consumer would see it).
 func attributeDiff(sent map[string]sqstypes.MessageAttributeValue, l Landing, orderID string) string {
 	if k := l.Key(); k != orderID {
-		return fmt.Sprintf("%s %q, the body's orderId %q", target.AttrKey, k, orderID)
+		return fmt.Sprintf("%s %q, the body's orderId %q", targets.AttrKey, k, orderID)
 	}
 	if _, ok := l.Fence(); !ok {
-		return fmt.Sprintf("%s %q is not a fencing token", target.AttrFence, aws.ToString(l.Attributes[target.AttrFence].StringValue))
+		return fmt.Sprintf("%s %q is not a fencing token", targets.AttrFence, aws.ToString(l.Attributes[targets.AttrFence].StringValue))
 	}
 	for _, name := range slices.Sorted(maps.Keys(sent)) {
 		want, got := sent[name], l.Attributes[name]
@@ -212,7 +212,7 @@ func attributeDiff(sent map[string]sqstypes.MessageAttributeValue, l Landing, or
 
 // addedOnTheWay are the attributes a message may gain between the producer
 // and the target queue.
-var addedOnTheWay = []string{target.AttrKey, target.AttrFence, sqsmsg.AttrReplayCount, sqsmsg.AttrOriginalMessageID}
+var addedOnTheWay = []string{targets.AttrKey, targets.AttrFence, sqsmsg.AttrReplayCount, sqsmsg.AttrOriginalMessageID}
 
 func attrText(v sqstypes.MessageAttributeValue) string {
 	if v.StringValue != nil {
@@ -344,7 +344,7 @@ func (s Summary) renderTargetOutcomes(p printer) {
 	p("  never arrived       %s  [%s]", count(ts.NeverArrived, "key"), mark(ts.NeverArrived == 0))
 	p("  bodies intact       %d of %s, byte for byte  [%s]", ts.BodiesIntact, count(ts.Arrived, "message"), mark(ts.BodiesIntact == ts.Arrived))
 	p("  attributes intact   %d of %s: %s", ts.AttributesIntact, count(ts.Arrived, "message"), strings.Join(ts.SentAttributes, ", "))
-	p("                      byte for byte, plus %s (= the body's orderId) and %s  [%s]", target.AttrKey, target.AttrFence, mark(ts.AttributesIntact == ts.Arrived))
+	p("                      byte for byte, plus %s (= the body's orderId) and %s  [%s]", targets.AttrKey, targets.AttrFence, mark(ts.AttributesIntact == ts.Arrived))
 	for _, d := range ts.Duplicates {
 		what := strings.Join(d.Causes, "; ")
 		if d.Problem != "" {

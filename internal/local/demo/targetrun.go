@@ -9,20 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // newObservedTarget builds the target cmd/processor would build from the
-// deployed processor's environment (target.FromEnv, under the deployed
+// deployed processor's environment (targets.FromEnv, under the deployed
 // function's name, so a target naming it is refused as in Lambda), with
 // every message's outcome and every SendMessageBatch attempt recorded in
 // log.
 func newObservedTarget(awsCfg aws.Config, info *stackInfo, log *ForwardLog, logger *slog.Logger) (sqsonce.Target, error) {
-	spec, err := target.ParseSpec(info.deployedTarget())
+	spec, err := targets.ParseSpec(info.deployedTarget())
 	if err != nil {
 		return nil, fmt.Errorf("%s's TARGET: %w", processorFunction, err)
 	}
-	tg, err := target.FromEnv(lambdaEnv(info.processor), observeTargetAttempts(awsCfg, spec.Dest, log.attempt), logger)
+	tg, err := targets.FromEnv(lambdaEnv(info.processor), observeTargetAttempts(awsCfg, spec.Dest, log.attempt), logger)
 	if err != nil {
 		return nil, fmt.Errorf("%s's environment: %w", processorFunction, err)
 	}

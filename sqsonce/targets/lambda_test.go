@@ -1,6 +1,6 @@
 //go:build integration
 
-package target_test
+package targets_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // recorder keeps the body of every request it carries: what a target
@@ -57,7 +57,7 @@ type lambdaBundle struct {
 	cfg      aws.Config
 	function string
 	rec      *recorder
-	target   *target.LambdaTarget
+	target   *targets.LambdaTarget
 	proxy    *faultproxy.Proxy
 }
 
@@ -77,7 +77,7 @@ func setupLambda(t *testing.T) *lambdaBundle {
 	via := cfg.Copy()
 	via.BaseEndpoint = aws.String(p.URL)
 	via.HTTPClient = &http.Client{Transport: b.rec}
-	b.target = must(target.ToFunction(via, b.function))(t)
+	b.target = must(targets.ToFunction(via, b.function))(t)
 	return b
 }
 
@@ -149,15 +149,15 @@ func TestLambdaResponses(t *testing.T) {
 		{"null list", `{"batchItemFailures":null}`, []error{nil, nil}},
 		{"empty list", `{"batchItemFailures":[]}`, []error{nil, nil}},
 		{"other members", `{"statusCode":200,"batchItemFailures":[]}`, []error{nil, nil}},
-		{"second named", fmt.Sprintf(`{"batchItemFailures":[{"itemIdentifier":%q}]}`, ids[1]), []error{nil, target.ErrItemFailed}},
-		{"both named", fmt.Sprintf(`{"batchItemFailures":[{"itemIdentifier":%q},{"itemIdentifier":%q}]}`, ids[0], ids[1]), []error{target.ErrItemFailed, target.ErrItemFailed}},
-		{"not JSON", `OK, done`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"a JSON string", `"done"`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"unknown id", `{"batchItemFailures":[{"itemIdentifier":"no-such-record"}]}`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"empty id", `{"batchItemFailures":[{"itemIdentifier":""}]}`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"missing id", `{"batchItemFailures":[{}]}`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"list of the wrong type", `{"batchItemFailures":"all"}`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
-		{"trailing data", `{} {}`, []error{target.ErrUnreadableResponse, target.ErrUnreadableResponse}},
+		{"second named", fmt.Sprintf(`{"batchItemFailures":[{"itemIdentifier":%q}]}`, ids[1]), []error{nil, targets.ErrItemFailed}},
+		{"both named", fmt.Sprintf(`{"batchItemFailures":[{"itemIdentifier":%q},{"itemIdentifier":%q}]}`, ids[0], ids[1]), []error{targets.ErrItemFailed, targets.ErrItemFailed}},
+		{"not JSON", `OK, done`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"a JSON string", `"done"`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"unknown id", `{"batchItemFailures":[{"itemIdentifier":"no-such-record"}]}`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"empty id", `{"batchItemFailures":[{"itemIdentifier":""}]}`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"missing id", `{"batchItemFailures":[{}]}`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"list of the wrong type", `{"batchItemFailures":"all"}`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
+		{"trailing data", `{} {}`, []error{targets.ErrUnreadableResponse, targets.ErrUnreadableResponse}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestLambdaFunctionErrorFailsTheInvocation(t *testing.T) {
 	h.Set("Content-Type", "application/json")
 	b.proxy.Script("Invoke", faultproxy.AnswerAfter(http.StatusOK, h, []byte(`{"errorMessage":"card declined","errorType":"PaymentError"}`)))
 	for i, err := range b.target.Deliver(context.Background(), messages(ev.Records)) {
-		if !errors.Is(err, target.ErrFunctionError) || errors.Is(err, sqsonce.ErrTargetRefused) || errors.Is(err, sqsonce.ErrOutcomeUnknown) {
+		if !errors.Is(err, targets.ErrFunctionError) || errors.Is(err, sqsonce.ErrTargetRefused) || errors.Is(err, sqsonce.ErrOutcomeUnknown) {
 			t.Errorf("record %d: %v, want a retryable ErrFunctionError", i, err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "card declined") {
@@ -283,8 +283,8 @@ func TestLambdaSplitsUnderTheRequestLimit(t *testing.T) {
 		t.Errorf("%d invocations, want 2", len(sent))
 	}
 	for _, body := range sent {
-		if len(body) > target.MaxInvokeBytes {
-			t.Errorf("an invocation of %d bytes, over %d", len(body), target.MaxInvokeBytes)
+		if len(body) > targets.MaxInvokeBytes {
+			t.Errorf("an invocation of %d bytes, over %d", len(body), targets.MaxInvokeBytes)
 		}
 		var ev events.SQSEvent
 		if err := json.Unmarshal(body, &ev); err != nil {
@@ -320,9 +320,9 @@ func TestLambdaFIFOGroupStopsAfterAFailure(t *testing.T) {
 		var want error
 		switch {
 		case r.MessageId == "m2":
-			want = target.ErrItemFailed
+			want = targets.ErrItemFailed
 		case !first[r.MessageId] && i%2 == 0:
-			want = target.ErrGroupBlocked
+			want = targets.ErrGroupBlocked
 		}
 		if !errors.Is(errs[i], want) || (want == nil) != (errs[i] == nil) {
 			t.Errorf("%s: %v, want %v", r.MessageId, errs[i], want)

@@ -1,4 +1,4 @@
-package target
+package targets
 
 // Fuzz targets of the partial batch response a Lambda target reads from
 // the consumer function (outside input: the consumer is any code) and of

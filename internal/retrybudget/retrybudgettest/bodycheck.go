@@ -1,4 +1,4 @@
-package retrybudget
+package retrybudgettest
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 // BodyCheck is an HTTP client for a test that a client built from an
-// aws.Config carries SafeRequestBody: it answers every request with an
+// aws.Config carries retrybudget.SafeRequestBody: it answers every request with an
 // error, and counts the requests and those whose body offered net/http
 // WriteTo (none may, with the option).
 type BodyCheck struct {
@@ -27,7 +27,7 @@ func (b *BodyCheck) Do(req *http.Request) (*http.Response, error) {
 	if _, ok := req.Body.(io.WriterTo); ok {
 		b.WriterTos++
 	}
-	return nil, errors.New("retrybudget.BodyCheck sends nothing")
+	return nil, errors.New("retrybudgettest: BodyCheck sends nothing")
 }
 
 // Counts returns the requests seen and those with WriteTo.

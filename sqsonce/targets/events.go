@@ -1,8 +1,6 @@
-package target
+package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +13,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // EventsAPI is the one EventBridge call an events target makes.
@@ -59,7 +58,7 @@ func (t *EventsTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []e
 	for i, m := range msgs {
 		entries[i], sizes[i] = t.entryFor(m)
 		if sizes[i] > MaxEventsBytes {
-			errs[i] = refused(fmt.Errorf("an event of %d bytes, over EventBridge's %d", sizes[i], MaxEventsBytes))
+			errs[i] = refused(fmt.Errorf("targets: an event of %d bytes, over EventBridge's %d", sizes[i], MaxEventsBytes))
 		}
 	}
 	batches := pack(errs, func(i int) int { return sizes[i] }, maxEventsBatchEntries, MaxEventsBytes)
@@ -70,7 +69,7 @@ func (t *EventsTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []e
 func (t *EventsTarget) put(ctx context.Context, entries []ebtypes.PutEventsRequestEntry, batch []int, errs []error) {
 	if err := ctx.Err(); err != nil {
 		for _, i := range batch {
-			errs[i] = fmt.Errorf("not sent: %w", err)
+			errs[i] = fmt.Errorf("targets: not sent: %w", err)
 		}
 		return
 	}
@@ -80,7 +79,7 @@ func (t *EventsTarget) put(ctx context.Context, entries []ebtypes.PutEventsReque
 	}
 	out, err := t.API.PutEvents(ctx, in, func(o *eventbridge.Options) { o.Retryer = retrybudget.Within(ctx, o.Retryer) })
 	if err != nil {
-		err = callError(fmt.Errorf("PutEvents to %s: %w", t.Bus, err), false)
+		err = callError(fmt.Errorf("targets: PutEvents to %s: %w", t.Bus, err), false)
 		for _, i := range batch {
 			errs[i] = err
 		}
@@ -89,7 +88,7 @@ func (t *EventsTarget) put(ctx context.Context, entries []ebtypes.PutEventsReque
 	// The result entries are in the request's order.
 	for n, i := range batch {
 		if n >= len(out.Entries) {
-			errs[i] = unknown(errors.New("EventBridge returned no result for the entry"))
+			errs[i] = unknown(errors.New("targets: EventBridge returned no result for the entry"))
 			continue
 		}
 		r := out.Entries[n]
@@ -97,7 +96,7 @@ func (t *EventsTarget) put(ctx context.Context, entries []ebtypes.PutEventsReque
 			continue
 		}
 		code := aws.ToString(r.ErrorCode)
-		err := fmt.Errorf("EventBridge refused the event: %s: %s", code, aws.ToString(r.ErrorMessage))
+		err := fmt.Errorf("targets: EventBridge refused the event: %s: %s", code, aws.ToString(r.ErrorMessage))
 		if code != "" && !strings.Contains(code, "Internal") && !strings.Contains(code, "Throttl") {
 			err = refused(err)
 		}

@@ -1,4 +1,4 @@
-package target_test
+package targets_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // The tests of this file need no AWS: a target's client is built from an
@@ -30,21 +30,52 @@ func TestConstructorsRefuseAMalformedDestination(t *testing.T) {
 		make func(dest string) (sqsonce.Target, error)
 		bad  []string
 	}{
-		{"ToFunction", func(d string) (sqsonce.Target, error) { return target.ToFunction(cfg, d) },
+		{"ToFunction", func(d string) (sqsonce.Target, error) { return targets.ToFunction(cfg, d) },
 			[]string{"", "orders consumer", "orders:live:7", "arn:aws:lambda:eu-west-1:123:function:orders", "https://sqs.us-east-1.amazonaws.com/123456789012/orders"}},
-		{"ToQueue", func(d string) (sqsonce.Target, error) { return target.ToQueue(cfg, d) },
+		{"ToQueue", func(d string) (sqsonce.Target, error) { return targets.ToQueue(cfg, d) },
 			[]string{"", "orders", "https://sqs.us-east-1.amazonaws.com/orders", "ftp://h/1/q", "arn:aws:sqs:us-east-1:123456789012:orders"}},
-		{"ToTopic", func(d string) (sqsonce.Target, error) { return target.ToTopic(cfg, d) },
+		{"ToTopic", func(d string) (sqsonce.Target, error) { return targets.ToTopic(cfg, d) },
 			[]string{"", "orders", "arn:aws:sqs:us-east-1:123456789012:orders", "arn:aws:sns:us-east-1:123456789012:"}},
-		{"ToBus", func(d string) (sqsonce.Target, error) { return target.ToBus(cfg, d, "", "") },
+		{"ToBus", func(d string) (sqsonce.Target, error) { return targets.ToBus(cfg, d, "", "") },
 			[]string{"", "bad bus", "arn:aws:events:us-east-1:123456789012:rule/x"}},
 	}
 	for _, tt := range tests {
 		for _, dest := range tt.bad {
 			tg, err := tt.make(dest)
-			if !errors.Is(err, target.ErrBadSpec) {
+			if !errors.Is(err, targets.ErrBadSpec) {
 				t.Errorf("%s(%q) = %v, %v; want ErrBadSpec", tt.name, dest, tg, err)
 			}
+		}
+	}
+}
+
+// A constructor's error names the constructor and the argument as the Go
+// caller wrote them, not TARGET, and says the form it wants.
+func TestConstructorErrorsNameTheArgument(t *testing.T) {
+	var cfg aws.Config
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{second(targets.ToFunction(cfg, "orders consumer")), `targets: invalid target: ToFunction: function "orders consumer": want <function name or ARN>[:<alias or version>]`},
+		{second(targets.ToQueue(cfg, "orders")), `targets: invalid target: ToQueue: queueURL "orders": want https://sqs.<region>.amazonaws.com/<account>/<queue>`},
+		{second(targets.ToTopic(cfg, "orders")), `targets: invalid target: ToTopic: topicARN "orders": want arn:aws:sns:<region>:<account>:<topic>`},
+		{second(targets.ToBus(cfg, "bad bus", "", "")), `targets: invalid target: ToBus: bus "bad bus": want <bus name> or arn:aws:events:<region>:<account>:event-bus/<name>`},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("error %v, want %s", tt.err, tt.want)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// Every exported error of the package says where it comes from.
+func TestErrorsNameThePackage(t *testing.T) {
+	_, parseErr := targets.ParseSpec("kafka:orders")
+	for _, err := range []error{targets.ErrBadSpec, targets.ErrFunctionError, targets.ErrUnreadableResponse, targets.ErrItemFailed, targets.ErrGroupBlocked, parseErr} {
+		if !strings.HasPrefix(err.Error(), "targets: ") {
+			t.Errorf("error %q does not start with the package's name", err)
 		}
 	}
 }
@@ -52,19 +83,19 @@ func TestConstructorsRefuseAMalformedDestination(t *testing.T) {
 // A constructor's target sends where it was told, as the same TARGET would.
 func TestConstructorsBuildTheTarget(t *testing.T) {
 	var cfg aws.Config
-	fn, err := target.ToFunction(cfg, "arn:aws:lambda:eu-west-1:123456789012:function:orders:live")
+	fn, err := targets.ToFunction(cfg, "arn:aws:lambda:eu-west-1:123456789012:function:orders:live")
 	if err != nil || fn.Function != "arn:aws:lambda:eu-west-1:123456789012:function:orders:live" || fn.API == nil {
 		t.Errorf("ToFunction = %+v, %v", fn, err)
 	}
-	q, err := target.ToQueue(cfg, "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo")
+	q, err := targets.ToQueue(cfg, "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo")
 	if err != nil || q.QueueURL != "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo" || q.API == nil {
 		t.Errorf("ToQueue = %+v, %v", q, err)
 	}
-	topic, err := target.ToTopic(cfg, "arn:aws:sns:us-east-1:123456789012:orders")
+	topic, err := targets.ToTopic(cfg, "arn:aws:sns:us-east-1:123456789012:orders")
 	if err != nil || topic.TopicARN != "arn:aws:sns:us-east-1:123456789012:orders" || topic.API == nil {
 		t.Errorf("ToTopic = %+v, %v", topic, err)
 	}
-	bus, err := target.ToBus(cfg, "orders", "com.example.orders", "Order placed")
+	bus, err := targets.ToBus(cfg, "orders", "com.example.orders", "Order placed")
 	if err != nil || bus.Bus != "orders" || bus.Source != "com.example.orders" || bus.DetailType != "Order placed" || bus.API == nil {
 		t.Errorf("ToBus = %+v, %v", bus, err)
 	}
@@ -80,7 +111,7 @@ func TestFromEnvWithoutTarget(t *testing.T) {
 		{"TARGET": ""},
 		{"TARGET": "  ", "TARGET_EVENT_SOURCE": "com.example", "AWS_LAMBDA_FUNCTION_NAME": "sqs-once-processor"},
 	} {
-		tg, err := target.FromEnv(lookup(env), aws.Config{}, nil)
+		tg, err := targets.FromEnv(lookup(env), aws.Config{}, nil)
 		if tg != nil || err != nil {
 			t.Errorf("%v: %v, %v; want nil, nil (the Handler runs)", env, tg, err)
 		}
@@ -99,27 +130,27 @@ func TestFromEnvBuildsEachKind(t *testing.T) {
 	}
 	build := func(env map[string]string) sqsonce.Target {
 		t.Helper()
-		tg, err := target.FromEnv(lookup(env), aws.Config{}, logger)
+		tg, err := targets.FromEnv(lookup(env), aws.Config{}, logger)
 		if err != nil {
 			t.Fatalf("%v: %v", env, err)
 		}
 		return tg
 	}
-	if fn, ok := build(with("TARGET", "lambda:orders-consumer:live")).(*target.LambdaTarget); !ok || fn.Function != "orders-consumer:live" || fn.Logger != logger {
+	if fn, ok := build(with("TARGET", "lambda:orders-consumer:live")).(*targets.LambdaTarget); !ok || fn.Function != "orders-consumer:live" || fn.Logger != logger {
 		t.Errorf("lambda: %+v", fn)
 	}
-	if q, ok := build(with("TARGET", "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders")).(*target.SQSTarget); !ok || q.QueueURL != "https://sqs.us-east-1.amazonaws.com/123456789012/orders" {
+	if q, ok := build(with("TARGET", "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders")).(*targets.SQSTarget); !ok || q.QueueURL != "https://sqs.us-east-1.amazonaws.com/123456789012/orders" {
 		t.Errorf("sqs: %+v", q)
 	}
-	if s, ok := build(with("TARGET", "sns:arn:aws:sns:us-east-1:123456789012:orders.fifo")).(*target.SNSTarget); !ok || s.TopicARN != "arn:aws:sns:us-east-1:123456789012:orders.fifo" {
+	if s, ok := build(with("TARGET", "sns:arn:aws:sns:us-east-1:123456789012:orders.fifo")).(*targets.SNSTarget); !ok || s.TopicARN != "arn:aws:sns:us-east-1:123456789012:orders.fifo" {
 		t.Errorf("sns: %+v", s)
 	}
-	bus, ok := build(with("TARGET", "events:orders", "TARGET_EVENT_SOURCE", "com.example.orders", "TARGET_DETAIL_TYPE", "Order placed")).(*target.EventsTarget)
+	bus, ok := build(with("TARGET", "events:orders", "TARGET_EVENT_SOURCE", "com.example.orders", "TARGET_DETAIL_TYPE", "Order placed")).(*targets.EventsTarget)
 	if !ok || bus.Bus != "orders" || bus.Source != "com.example.orders" || bus.DetailType != "Order placed" {
 		t.Errorf("events: %+v", bus)
 	}
 	// Blank: the entry's defaults, which the target fills in per entry.
-	if bus, ok := build(with("TARGET", "events:default", "TARGET_EVENT_SOURCE", "", "TARGET_DETAIL_TYPE", "")).(*target.EventsTarget); !ok || bus.Source != "" || bus.DetailType != "" {
+	if bus, ok := build(with("TARGET", "events:default", "TARGET_EVENT_SOURCE", "", "TARGET_DETAIL_TYPE", "")).(*targets.EventsTarget); !ok || bus.Source != "" || bus.DetailType != "" {
 		t.Errorf("events with blank source and detail type: %+v", bus)
 	}
 }
@@ -139,11 +170,21 @@ func checkVarError(t *testing.T, err error, want string) {
 
 func TestFromEnvRefusesABadTarget(t *testing.T) {
 	for _, v := range []string{"kafka:orders", "lambda", "lambda:orders consumer", "sqs:orders", "Lambda:orders"} {
-		tg, err := target.FromEnv(lookup(map[string]string{"TARGET": v}), aws.Config{}, nil)
+		tg, err := targets.FromEnv(lookup(map[string]string{"TARGET": v}), aws.Config{}, nil)
 		if tg != nil {
 			t.Errorf("%q: a target %+v", v, tg)
 		}
 		checkVarError(t, err, "invalid target")
+	}
+}
+
+// The error of a bad TARGET speaks to whoever set the variable: the
+// variable and its value, not the Go package or a constructor.
+func TestFromEnvErrorNamesTheVariable(t *testing.T) {
+	_, err := targets.FromEnv(lookup(map[string]string{"TARGET": "sqs:orders"}), aws.Config{}, nil)
+	want := `environment variable TARGET: invalid target "sqs:orders": want sqs:https://sqs.<region>.amazonaws.com/<account>/<queue>`
+	if err == nil || err.Error() != want {
+		t.Errorf("FromEnv: %v, want %s", err, want)
 	}
 }
 
@@ -159,7 +200,7 @@ func TestFromEnvRefusesTheProcessorsOwnFunction(t *testing.T) {
 		"lambda:arn:aws:lambda:us-east-1:123456789012:function:sqs-once-processor",
 		"lambda:arn:aws:lambda:us-east-1:123456789012:function:sqs-once-processor:live",
 	} {
-		tg, err := target.FromEnv(lookup(map[string]string{"TARGET": v, "AWS_LAMBDA_FUNCTION_NAME": "sqs-once-processor"}), aws.Config{}, nil)
+		tg, err := targets.FromEnv(lookup(map[string]string{"TARGET": v, "AWS_LAMBDA_FUNCTION_NAME": "sqs-once-processor"}), aws.Config{}, nil)
 		if tg != nil {
 			t.Errorf("%q: a target %+v", v, tg)
 		}
@@ -172,14 +213,14 @@ func TestFromEnvRefusesTheProcessorsOwnFunction(t *testing.T) {
 		{"TARGET": "lambda:sqs-once-processor-v2", "AWS_LAMBDA_FUNCTION_NAME": "sqs-once-processor"},
 		{"TARGET": "lambda:sqs-once-processor"},
 	} {
-		if _, err := target.FromEnv(lookup(env), aws.Config{}, nil); err != nil {
+		if _, err := targets.FromEnv(lookup(env), aws.Config{}, nil); err != nil {
 			t.Errorf("%v: %v", env, err)
 		}
 	}
 }
 
 func TestSQSTargetCheckSource(t *testing.T) {
-	tg, err := target.ToQueue(aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
+	tg, err := targets.ToQueue(aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +242,7 @@ func TestSQSTargetCheckSource(t *testing.T) {
 // the queue it sends to are refused as a whole, before any is locked or
 // sent, since each would come back for ever.
 func TestProcessorRefusesToSendAQueueToItself(t *testing.T) {
-	tg, err := target.ToQueue(aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
+	tg, err := targets.ToQueue(aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +273,7 @@ func TestDetail(t *testing.T) {
 		{`hello`, `{"body":"hello","sqsOnce":{"key":"k","fence":7}}`},
 	}
 	for _, tt := range tests {
-		got := target.Detail(sqsonce.Delivery{Record: events.SQSMessage{Body: tt.body}, Key: "k", Fence: 7})
+		got := targets.Detail(sqsonce.Delivery{Record: events.SQSMessage{Body: tt.body}, Key: "k", Fence: 7})
 		if !json.Valid([]byte(got)) {
 			t.Errorf("Detail(%q) = %s is not JSON", tt.body, got)
 		}

@@ -1,23 +1,23 @@
-package target_test
+package targets_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // Every target's client carries retrybudget.SafeRequestBody: a delivery the
 // service answered is never sent a second time by the SDK's retryer.
 func TestTargetClientsNeverRepeatAnAnsweredDelivery(t *testing.T) {
-	check := &retrybudget.BodyCheck{}
+	check := &retrybudgettest.BodyCheck{}
 	awsCfg := check.Config()
-	fn, err1 := target.ToFunction(awsCfg, "consumer")
-	q, err2 := target.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
-	topic, err3 := target.ToTopic(awsCfg, "arn:aws:sns:us-east-1:123456789012:orders")
-	bus, err4 := target.ToBus(awsCfg, "orders", "", "")
+	fn, err1 := targets.ToFunction(awsCfg, "consumer")
+	q, err2 := targets.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
+	topic, err3 := targets.ToTopic(awsCfg, "arn:aws:sns:us-east-1:123456789012:orders")
+	bus, err4 := targets.ToBus(awsCfg, "orders", "", "")
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package target delivers the records a sqsonce.Processor has locked to
+// Package targets delivers the records a sqsonce.Processor has locked to
 // what consumes them today: a Lambda function (ToFunction: one synchronous
 // invocation per batch, in Lambda's own SQS event shape), an SQS queue
 // (ToQueue), an SNS topic (ToTopic) or an EventBridge bus (ToBus). FromEnv
@@ -13,4 +13,4 @@
 // the destination may have acted, so the processor keeps the key's lock
 // until it expires instead of releasing it for an immediate second
 // delivery).
-package target
+package targets

@@ -1,8 +1,6 @@
-package target
+package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // SNSAPI is the one SNS call an sns target makes.
@@ -54,7 +53,7 @@ func (t *SNSTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []erro
 	for i, m := range msgs {
 		entries[i], sizes[i] = snsEntryFor(i, m, fifo)
 		if sizes[i] > MaxSNSBytes {
-			errs[i] = refused(fmt.Errorf("%d bytes with its attributes, over SNS's %d", sizes[i], MaxSNSBytes))
+			errs[i] = refused(fmt.Errorf("targets: %d bytes with its attributes, over SNS's %d", sizes[i], MaxSNSBytes))
 		}
 	}
 	var group func(i int) string
@@ -75,13 +74,13 @@ func (t *SNSTarget) publish(ctx context.Context, entries []snstypes.PublishBatch
 	}
 	if err := ctx.Err(); err != nil {
 		for _, i := range byID {
-			errs[i] = fmt.Errorf("not sent: %w", err)
+			errs[i] = fmt.Errorf("targets: not sent: %w", err)
 		}
 		return
 	}
 	out, err := t.API.PublishBatch(ctx, in, func(o *sns.Options) { o.Retryer = retrybudget.Within(ctx, o.Retryer) })
 	if err != nil {
-		err = callError(fmt.Errorf("PublishBatch to %s: %w", t.TopicARN, err), false)
+		err = callError(fmt.Errorf("targets: PublishBatch to %s: %w", t.TopicARN, err), false)
 		for _, i := range byID {
 			errs[i] = err
 		}
@@ -89,7 +88,7 @@ func (t *SNSTarget) publish(ctx context.Context, entries []snstypes.PublishBatch
 	}
 	for _, f := range out.Failed {
 		if i, ok := byID[aws.ToString(f.Id)]; ok {
-			err := fmt.Errorf("SNS refused the message: %s: %s (sender fault: %t)", aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
+			err := fmt.Errorf("targets: SNS refused the message: %s: %s (sender fault: %t)", aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
 			if f.SenderFault {
 				err = refused(err)
 			}
@@ -101,7 +100,7 @@ func (t *SNSTarget) publish(ctx context.Context, entries []snstypes.PublishBatch
 		delete(byID, aws.ToString(s.Id))
 	}
 	for _, i := range byID {
-		errs[i] = unknown(errors.New("SNS listed the message neither as published nor as failed"))
+		errs[i] = unknown(errors.New("targets: SNS listed the message neither as published nor as failed"))
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build integration
 
-package target_test
+package targets_test
 
 import (
 	"testing"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package target_test
+package targets_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/target"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 func str(s string) *string { return &s }
@@ -112,16 +112,16 @@ func checkForwarded(t *testing.T, got []sqstypes.Message, msgs []sqsonce.Deliver
 				t.Errorf("%s: attribute %s arrived as %+v, want %+v", m.Record.MessageId, name, v, a)
 			}
 		}
-		if k := aws.ToString(arrived.MessageAttributes[target.AttrKey].StringValue); k != m.Key {
-			t.Errorf("%s: %s = %q, want %q", m.Record.MessageId, target.AttrKey, k, m.Key)
+		if k := aws.ToString(arrived.MessageAttributes[targets.AttrKey].StringValue); k != m.Key {
+			t.Errorf("%s: %s = %q, want %q", m.Record.MessageId, targets.AttrKey, k, m.Key)
 		}
-		if f := aws.ToString(arrived.MessageAttributes[target.AttrFence].StringValue); f != fmt.Sprint(m.Fence) {
-			t.Errorf("%s: %s = %q, want %d", m.Record.MessageId, target.AttrFence, f, m.Fence)
+		if f := aws.ToString(arrived.MessageAttributes[targets.AttrFence].StringValue); f != fmt.Sprint(m.Fence) {
+			t.Errorf("%s: %s = %q, want %d", m.Record.MessageId, targets.AttrFence, f, m.Fence)
 		}
 	}
 }
 
-// must(v, err)(t) is v, failing the test on err: must(target.ToQueue(...))(t).
+// must(v, err)(t) is v, failing the test on err: must(targets.ToQueue(...))(t).
 func must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
 		t.Helper()
@@ -138,7 +138,7 @@ func TestSQSTargetForwardsByteForByte(t *testing.T) {
 			cfg := mototest.Config(t)
 			dest := mototest.NewQueue(t, cfg, fifo, nil)
 			msgs := keyed(records(false))
-			noErrors(t, must(target.ToQueue(cfg, dest))(t).Deliver(context.Background(), msgs))
+			noErrors(t, must(targets.ToQueue(cfg, dest))(t).Deliver(context.Background(), msgs))
 			got := mototest.Receive(t, cfg, dest, len(msgs), 5*time.Second)
 			checkForwarded(t, got, msgs)
 			if fifo {
@@ -157,7 +157,7 @@ func TestSQSTargetForwardsByteForByte(t *testing.T) {
 func TestSQSTargetFIFODestinationDeduplicatesByKey(t *testing.T) {
 	cfg := mototest.Config(t)
 	dest := mototest.NewQueue(t, cfg, true, nil)
-	tg := must(target.ToQueue(cfg, dest))(t)
+	tg := must(targets.ToQueue(cfg, dest))(t)
 	msgs := keyed(records(true))
 	noErrors(t, tg.Deliver(context.Background(), msgs))
 	noErrors(t, tg.Deliver(context.Background(), msgs))
@@ -176,7 +176,7 @@ func TestSNSTargetPublishesByteForByte(t *testing.T) {
 			cfg := mototest.Config(t)
 			topic, queue := mototest.NewTopicToQueue(t, cfg, fifo)
 			msgs := keyed(withoutBinary(records(fifo)))
-			noErrors(t, must(target.ToTopic(cfg, topic))(t).Deliver(context.Background(), msgs))
+			noErrors(t, must(targets.ToTopic(cfg, topic))(t).Deliver(context.Background(), msgs))
 			checkForwarded(t, mototest.Receive(t, cfg, queue, len(msgs), 5*time.Second), msgs)
 		})
 	}
@@ -186,7 +186,7 @@ func TestEventsTargetPutsDetailWithKey(t *testing.T) {
 	cfg := mototest.Config(t)
 	ctx := context.Background()
 	bus, queue := mototest.NewBusToQueue(t, cfg, "orders-app")
-	tg := must(target.ToBus(cfg, bus, "orders-app", "order placed"))(t)
+	tg := must(targets.ToBus(cfg, bus, "orders-app", "order placed"))(t)
 	msgs := keyed(records(false))
 	noErrors(t, tg.Deliver(ctx, msgs))
 	got := mototest.Receive(t, cfg, queue, len(msgs), 5*time.Second)
@@ -206,7 +206,7 @@ func TestEventsTargetPutsDetailWithKey(t *testing.T) {
 		if ev.Source != "orders-app" || ev.DetailType != "order placed" {
 			t.Errorf("source %q detail-type %q", ev.Source, ev.DetailType)
 		}
-		meta, _ := ev.Detail[target.DetailMember].(map[string]any)
+		meta, _ := ev.Detail[targets.DetailMember].(map[string]any)
 		details[fmt.Sprint(meta["key"])] = ev.Detail
 	}
 	if d := details["key-m1"]; d["orderId"] != "o-1" || d["amount"] != 12.5 {
@@ -219,7 +219,7 @@ func TestEventsTargetPutsDetailWithKey(t *testing.T) {
 		t.Errorf("an object with white space is the Detail: %v", d)
 	}
 	for k, d := range details {
-		meta, _ := d[target.DetailMember].(map[string]any)
+		meta, _ := d[targets.DetailMember].(map[string]any)
 		if fence, _ := meta["fence"].(float64); fence < 1700000000000 {
 			t.Errorf("%s: fence %v missing from the Detail", k, meta["fence"])
 		}
@@ -261,7 +261,7 @@ func TestSQSTargetRefusedEntryFailsAlone(t *testing.T) {
 	recs := records(false)
 	recs[1].Body = "refuse-me"
 	msgs := keyed(recs)
-	tg := &target.SQSTarget{API: refusingSQS{sqs.NewFromConfig(cfg)}, QueueURL: dest}
+	tg := &targets.SQSTarget{API: refusingSQS{sqs.NewFromConfig(cfg)}, QueueURL: dest}
 	errs := tg.Deliver(context.Background(), msgs)
 	if errs[0] != nil || !errors.Is(errs[1], sqsonce.ErrTargetRefused) || errs[2] != nil {
 		t.Fatalf("errors %v, want only the second refused", errs)
@@ -302,7 +302,7 @@ func TestSNSTargetRefusedEntryFailsAlone(t *testing.T) {
 	recs := withoutBinary(records(false))
 	recs[1].Body = "refuse-me"
 	msgs := keyed(recs)
-	tg := &target.SNSTarget{API: refusingSNS{sns.NewFromConfig(cfg)}, TopicARN: topic}
+	tg := &targets.SNSTarget{API: refusingSNS{sns.NewFromConfig(cfg)}, TopicARN: topic}
 	errs := tg.Deliver(context.Background(), msgs)
 	if errs[0] != nil || !errors.Is(errs[1], sqsonce.ErrTargetRefused) || errs[2] != nil {
 		t.Fatalf("errors %v, want only the second refused", errs)
@@ -317,7 +317,7 @@ func TestSNSTargetRefusedCall(t *testing.T) {
 	topic, _ := mototest.NewTopicToQueue(t, cfg, false)
 	recs := withoutBinary(records(false))
 	recs[1].MessageAttributes = map[string]events.SQSMessageAttribute{"n": {DataType: "Number", StringValue: str("not a number")}}
-	for i, err := range must(target.ToTopic(cfg, topic))(t).Deliver(context.Background(), keyed(recs)) {
+	for i, err := range must(targets.ToTopic(cfg, topic))(t).Deliver(context.Background(), keyed(recs)) {
 		if !errors.Is(err, sqsonce.ErrTargetRefused) {
 			t.Errorf("message %d: %v, want ErrRefused", i, err)
 		}
@@ -337,7 +337,7 @@ func TestSQSTargetLostAnswerOnFIFODestinationArrivesOnce(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	via := cfg.Copy()
 	via.BaseEndpoint = aws.String(p.URL)
-	tg := must(target.ToQueue(via, dest))(t)
+	tg := must(targets.ToQueue(via, dest))(t)
 	p.Script("SendMessageBatch", faultproxy.FailAfter)
 	msgs := keyed(records(true))
 	noErrors(t, tg.Deliver(context.Background(), msgs))

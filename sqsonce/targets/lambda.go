@@ -1,8 +1,6 @@
-package target
+package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +16,7 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // LambdaAPI is the one Lambda call a lambda target makes.
@@ -39,16 +38,16 @@ const quoteBytes = 256
 var (
 	// ErrFunctionError: the function returned an error (or timed out, or
 	// crashed); every record of the invocation failed.
-	ErrFunctionError = errors.New("the target function returned an error")
+	ErrFunctionError = errors.New("targets: the target function returned an error")
 	// ErrUnreadableResponse: the function's response is neither empty, null,
 	// nor a partial batch response naming records of the invocation; every
 	// record of the invocation failed, as Lambda's own mapping treats it.
-	ErrUnreadableResponse = errors.New("the target function's response is not a partial batch response")
+	ErrUnreadableResponse = errors.New("targets: the target function's response is not a partial batch response")
 	// ErrItemFailed: the function named the record in batchItemFailures.
-	ErrItemFailed = errors.New("the target function reported the record failed")
+	ErrItemFailed = errors.New("targets: the target function reported the record failed")
 	// ErrGroupBlocked: on a FIFO queue, an earlier record of the message
 	// group failed in an earlier invocation, so this one was not sent.
-	ErrGroupBlocked = errors.New("not sent: an earlier record of its message group failed")
+	ErrGroupBlocked = errors.New("targets: not sent: an earlier record of its message group failed")
 )
 
 // LambdaTarget invokes a function synchronously with the messages as an SQS
@@ -72,9 +71,9 @@ func (t *LambdaTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []e
 		b, err := encodeRecord(m.Record)
 		switch {
 		case err != nil:
-			errs[i] = refused(fmt.Errorf("encode the record: %w", err))
+			errs[i] = refused(fmt.Errorf("targets: encode the record: %w", err))
 		case eventSize(1, len(b)) > MaxInvokeBytes:
-			errs[i] = refused(fmt.Errorf("the record alone makes an event of %d bytes, over Lambda's %d", eventSize(1, len(b)), MaxInvokeBytes))
+			errs[i] = refused(fmt.Errorf("targets: the record alone makes an event of %d bytes, over Lambda's %d", eventSize(1, len(b)), MaxInvokeBytes))
 		}
 		encoded[i] = b
 	}
@@ -151,7 +150,7 @@ func (t *LambdaTarget) invoke(ctx context.Context, msgs []sqsonce.Delivery, enco
 		}
 	}
 	if err != nil {
-		failAll(callError(err, true))
+		failAll(callError(fmt.Errorf("targets: Invoke %s: %w", t.Function, err), true))
 		return
 	}
 	if out.FunctionError != nil {

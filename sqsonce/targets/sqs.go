@@ -1,16 +1,12 @@
-package target
+package targets
 
 import (
-	"github.com/sqs-once/sqs-once/sqsonce"
-
 	"context"
 	"errors"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // The message attributes a forwarded message carries, where it has room
@@ -49,7 +45,7 @@ func (t *SQSTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []erro
 		}
 		entries[i] = e
 	}
-	failed := sqsmsg.SendBatches(ctx, budgetedSQS{t.API}, callsInFlight, sqsmsg.Batch{QueueURL: t.QueueURL, Entries: entries})
+	failed := sqsmsg.SendBatches(ctx, t.API, callsInFlight, sqsmsg.Batch{QueueURL: t.QueueURL, Entries: entries})
 	errs := make([]error, len(msgs))
 	for id, err := range failed {
 		i, _ := strconv.Atoi(id)
@@ -92,11 +88,4 @@ func groupID(m sqsonce.Delivery) string {
 		return sqsmsg.DeduplicationID("group", g)
 	}
 	return g
-}
-
-// budgetedSQS bounds every call's retries by its context's deadline.
-type budgetedSQS struct{ api sqsmsg.BatchSender }
-
-func (s budgetedSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	return s.api.SendMessageBatch(ctx, in, append(optFns, retrybudget.SQS(ctx))...)
 }

@@ -1,4 +1,4 @@
-package target
+package targets
 
 import (
 	"fmt"
@@ -29,48 +29,47 @@ const (
 // ToFunction is the target that invokes a Lambda function (a name, a
 // partial or full ARN, with an optional :alias or :version) once per batch,
 // synchronously, with the records in Lambda's own SQS event shape, and
-// reads its partial batch response. Its clients come from awsCfg.
+// reads its partial batch response. Its clients come from awsCfg. A
+// function that is none of those forms is an error matching ErrBadSpec.
 func ToFunction(awsCfg aws.Config, function string) (*LambdaTarget, error) {
-	spec, err := parse(Lambda, function)
-	if err != nil {
+	if err := checkArg("ToFunction", "function", Lambda, function); err != nil {
 		return nil, err
 	}
-	return newTarget(spec, awsCfg, options{}).(*LambdaTarget), nil
+	return newFunction(awsCfg, function, nil), nil
 }
 
 // ToQueue is the target that sends each message to the SQS queue at
-// queueURL.
+// queueURL, https://sqs.<region>.amazonaws.com/<account>/<queue> or any
+// endpoint's http(s)://<host>/<account>/<queue>; another form is an error
+// matching ErrBadSpec.
 func ToQueue(awsCfg aws.Config, queueURL string) (*SQSTarget, error) {
-	spec, err := parse(SQS, queueURL)
-	if err != nil {
+	if err := checkArg("ToQueue", "queueURL", SQS, queueURL); err != nil {
 		return nil, err
 	}
-	return newTarget(spec, awsCfg, options{}).(*SQSTarget), nil
+	return newQueue(awsCfg, queueURL), nil
 }
 
 // ToTopic is the target that publishes each message to the SNS topic
-// topicARN.
+// topicARN; a value that is not a topic's ARN is an error matching
+// ErrBadSpec.
 func ToTopic(awsCfg aws.Config, topicARN string) (*SNSTarget, error) {
-	spec, err := parse(SNS, topicARN)
-	if err != nil {
+	if err := checkArg("ToTopic", "topicARN", SNS, topicARN); err != nil {
 		return nil, err
 	}
-	return newTarget(spec, awsCfg, options{}).(*SNSTarget), nil
+	return newTopic(awsCfg, topicARN), nil
 }
 
 // ToBus is the target that puts each message on the EventBridge bus (a name
-// or an ARN), with source and detailType ("": DefaultEventSource and
-// DefaultDetailType).
+// or an ARN; another form is an error matching ErrBadSpec), with source and
+// detailType ("": DefaultEventSource and DefaultDetailType). Source and
+// detailType are sent as given: EventBridge sets no form for them that a
+// check here could hold them to, and refuses an entry it will not take,
+// which Deliver reports per message.
 func ToBus(awsCfg aws.Config, bus, source, detailType string) (*EventsTarget, error) {
-	spec, err := parse(Events, bus)
-	if err != nil {
+	if err := checkArg("ToBus", "bus", Events, bus); err != nil {
 		return nil, err
 	}
-	return newTarget(spec, awsCfg, options{eventSource: source, detailType: detailType}).(*EventsTarget), nil
-}
-
-func parse(kind Kind, dest string) (Spec, error) {
-	return ParseSpec(string(kind) + ":" + dest)
+	return newBus(awsCfg, bus, source, detailType), nil
 }
 
 // FromEnv builds the target the deployed processor's environment names:
@@ -82,58 +81,73 @@ func parse(kind Kind, dest string) (Spec, error) {
 func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger *slog.Logger) (sqsonce.Target, error) {
 	r := envconfig.NewReader(lookup)
 	s := r.String("TARGET", "")
-	opts := options{
-		eventSource: r.String("TARGET_EVENT_SOURCE", ""),
-		detailType:  r.String("TARGET_DETAIL_TYPE", ""),
-		logger:      logger,
-	}
+	source := r.String("TARGET_EVENT_SOURCE", "")
+	detailType := r.String("TARGET_DETAIL_TYPE", "")
 	self := r.String("AWS_LAMBDA_FUNCTION_NAME", "")
 	if s == "" {
 		return nil, r.Err()
 	}
-	spec, err := ParseSpec(s)
+	spec, want := parseSpec(s)
 	switch {
-	case err != nil:
-		r.Fail("TARGET", "%v", err)
+	case want != "":
+		// The words of someone who set a variable, without the package.
+		r.Fail("TARGET", "invalid target %q: %s", s, want)
 	case spec.Kind == Lambda && self != "" && spec.FunctionName() == self:
 		r.Fail("TARGET", "%s: the target is the processor's own function %s: every delivery would invoke the processor again", spec, self)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	return newTarget(spec, awsCfg, opts), nil
-}
-
-// options are a target's settings besides its Spec.
-type options struct {
-	eventSource, detailType string
-	logger                  *slog.Logger
-}
-
-// newTarget builds the target of a valid spec, with clients from awsCfg
-// whose retries back off at most retrybudget.MaxBackoff.
-func newTarget(spec Spec, awsCfg aws.Config, opts options) sqsonce.Target {
 	switch spec.Kind {
 	case Lambda:
-		return &LambdaTarget{API: lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { o.Retryer = invokeRetryer(); o.APIOptions = safeBody(o.APIOptions) }), Function: spec.Dest, Logger: opts.logger}
+		return newFunction(awsCfg, spec.Dest, logger), nil
 	case SQS:
-		return &SQSTarget{API: sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { o.Retryer = retrybudget.Client(o.Retryer); o.APIOptions = safeBody(o.APIOptions) }), QueueURL: spec.Dest}
+		return newQueue(awsCfg, spec.Dest), nil
 	case SNS:
-		return &SNSTarget{API: sns.NewFromConfig(awsCfg, func(o *sns.Options) { o.Retryer = retrybudget.Client(o.Retryer); o.APIOptions = safeBody(o.APIOptions) }), TopicARN: spec.Dest}
+		return newTopic(awsCfg, spec.Dest), nil
 	}
-	return &EventsTarget{
-		API: eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
-			o.Retryer = retrybudget.Client(o.Retryer)
-			o.APIOptions = safeBody(o.APIOptions)
-		}),
-		Bus:        spec.Dest,
-		Source:     opts.eventSource,
-		DetailType: opts.detailType,
-	}
+	return newBus(awsCfg, spec.Dest, source, detailType), nil
+}
+
+// newFunction, newQueue, newTopic and newBus build the target of a valid
+// destination, with clients from awsCfg whose retries back off at most
+// retrybudget.MaxBackoff.
+func newFunction(awsCfg aws.Config, function string, logger *slog.Logger) *LambdaTarget {
+	api := lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
+		o.Retryer = invokeRetryer()
+		o.APIOptions = safeBody(o.APIOptions)
+	})
+	return &LambdaTarget{API: api, Function: function, Logger: logger}
+}
+
+func newQueue(awsCfg aws.Config, queueURL string) *SQSTarget {
+	api := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		o.Retryer = retrybudget.Client(o.Retryer)
+		o.APIOptions = safeBody(o.APIOptions)
+	})
+	return &SQSTarget{API: api, QueueURL: queueURL}
+}
+
+func newTopic(awsCfg aws.Config, topicARN string) *SNSTarget {
+	api := sns.NewFromConfig(awsCfg, func(o *sns.Options) {
+		o.Retryer = retrybudget.Client(o.Retryer)
+		o.APIOptions = safeBody(o.APIOptions)
+	})
+	return &SNSTarget{API: api, TopicARN: topicARN}
+}
+
+func newBus(awsCfg aws.Config, bus, source, detailType string) *EventsTarget {
+	api := eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
+		o.Retryer = retrybudget.Client(o.Retryer)
+		o.APIOptions = safeBody(o.APIOptions)
+	})
+	return &EventsTarget{API: api, Bus: bus, Source: source, DetailType: detailType}
 }
 
 // CheckSource refuses to deliver the records of the queue t sends to: they
-// would come back to the processor for ever.
+// would come back to the processor for ever. Its error, unlike the
+// package's others, has no "targets: " prefix: the processor puts it after
+// the setting's name (TARGET or Config.Target), where the reader set it.
 func (t *SQSTarget) CheckSource(eventSourceARN string) error {
 	if sqsmsg.SameQueue(t.QueueURL, eventSourceARN) {
 		return fmt.Errorf("the target queue %s is %s, the queue being consumed", t.QueueURL, eventSourceARN)

@@ -1,4 +1,4 @@
-package target
+package targets
 
 import (
 	"errors"
@@ -30,8 +30,9 @@ type Spec struct {
 // String is the spec as TARGET spells it.
 func (s Spec) String() string { return string(s.Kind) + ":" + s.Dest }
 
-// ErrBadSpec is the cause of every error ParseSpec returns.
-var ErrBadSpec = errors.New("invalid target")
+// ErrBadSpec is the cause of every error ParseSpec returns, and of a
+// constructor's error for a destination that is not of its kind.
+var ErrBadSpec = errors.New("targets: invalid target")
 
 // The patterns are compiled on first use, not at package initialisation:
 // their counted repetitions ({1,256}) make programs of about a megabyte that
@@ -50,38 +51,77 @@ func lazyRegexp(pattern string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }
 
+// valid reports whether dest names a destination of kind. It is the one
+// check of a destination: the kind's constructor makes it on its argument,
+// ParseSpec on the text after TARGET's colon.
+func valid(kind Kind, dest string) bool {
+	switch kind {
+	case Lambda:
+		return lambdaName().MatchString(dest)
+	case SQS:
+		return queueURL(dest)
+	case SNS:
+		return topicARN().MatchString(dest)
+	case Events:
+		return busName().MatchString(dest) || busARN().MatchString(dest)
+	}
+	return false
+}
+
+// forms are the ways a destination of kind is written, as its constructor
+// takes it; TARGET puts "<kind>:" before each.
+func forms(kind Kind) []string {
+	switch kind {
+	case Lambda:
+		return []string{"<function name or ARN>[:<alias or version>]"}
+	case SQS:
+		return []string{"https://sqs.<region>.amazonaws.com/<account>/<queue>"}
+	case SNS:
+		return []string{"arn:aws:sns:<region>:<account>:<topic>"}
+	case Events:
+		return []string{"<bus name>", "arn:aws:events:<region>:<account>:event-bus/<name>"}
+	}
+	return nil
+}
+
+// checkArg is a constructor's check of its destination argument, named as
+// the Go caller wrote it: ToQueue's queueURL, not TARGET.
+func checkArg(constructor, param string, kind Kind, dest string) error {
+	if valid(kind, dest) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %s %q: want %s", ErrBadSpec, constructor, param, dest, strings.Join(forms(kind), " or "))
+}
+
 // ParseSpec reads a TARGET value. An error says what is wrong and what the
 // value should look like.
 func ParseSpec(s string) (Spec, error) {
-	kind, dest, ok := strings.Cut(s, ":")
-	spec := Spec{Kind: Kind(kind), Dest: dest}
-	if !ok || dest == "" {
-		return Spec{}, fmt.Errorf("%w %q: want lambda:<function>, sqs:<queue URL>, sns:<topic ARN> or events:<bus>", ErrBadSpec, s)
-	}
-	bad := func(want string) (Spec, error) {
+	spec, want := parseSpec(s)
+	if want != "" {
 		return Spec{}, fmt.Errorf("%w %q: %s", ErrBadSpec, s, want)
 	}
-	switch spec.Kind {
-	case Lambda:
-		if !lambdaName().MatchString(dest) {
-			return bad("want lambda:<function name or ARN>[:<alias or version>]")
-		}
-	case SQS:
-		if !queueURL(dest) {
-			return bad("want sqs:https://sqs.<region>.amazonaws.com/<account>/<queue>")
-		}
-	case SNS:
-		if !topicARN().MatchString(dest) {
-			return bad("want sns:arn:aws:sns:<region>:<account>:<topic>")
-		}
-	case Events:
-		if !busName().MatchString(dest) && !busARN().MatchString(dest) {
-			return bad("want events:<bus name> or events:arn:aws:events:<region>:<account>:event-bus/<name>")
-		}
-	default:
-		return bad(fmt.Sprintf("unknown kind %q: want lambda, sqs, sns or events", kind))
-	}
 	return spec, nil
+}
+
+// parseSpec is ParseSpec without the error's wrapping: want, when not "",
+// says what s should look like, for an error in the words of whoever wrote
+// s (FromEnv's names the variable, ParseSpec's the package).
+func parseSpec(s string) (spec Spec, want string) {
+	kind, dest, ok := strings.Cut(s, ":")
+	spec = Spec{Kind: Kind(kind), Dest: dest}
+	switch {
+	case !ok || dest == "":
+		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN> or events:<bus>"
+	case forms(spec.Kind) == nil:
+		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns or events", kind)
+	case !valid(spec.Kind, dest):
+		want := forms(spec.Kind)
+		for i, f := range want {
+			want[i] = kind + ":" + f
+		}
+		return Spec{}, "want " + strings.Join(want, " or ")
+	}
+	return spec, ""
 }
 
 // queueURL accepts http(s)://<host>/<account>/<queue name>.
