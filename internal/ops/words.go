@@ -29,9 +29,9 @@ func plural(n int, one, many string) string {
 // message and move nothing. TestReasonsAreEveryReasonWritten keeps the list
 // equal to the Reason constants of both packages.
 var Reasons = []string{
-	sqsonce.ReasonPermanent,
-	sqsonce.ReasonPayloadMismatch,
-	sqsonce.ReasonTargetRefused,
+	string(sqsonce.ReasonPermanent),
+	string(sqsonce.ReasonPayloadMismatch),
+	string(sqsonce.ReasonTargetRefused),
 	replay.ReasonMaxAttempts,
 	replay.ReasonInvalidCounter,
 	replay.ReasonAttributeLimit,
