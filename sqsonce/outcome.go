@@ -67,10 +67,12 @@ const (
 	// could not be recorded (the write failed, or the lock was lost): a
 	// later delivery or call of the key may run it again. Do returns nil.
 	KindUnrecordedCompletion Kind = "UnrecordedCompletion"
-	// KindDuplicate: the key had completed; the work did not run.
+	// KindDuplicate: the key had completed; the work did not run (Do
+	// returns an error matching ErrDuplicate, DoResult the stored result).
 	KindDuplicate Kind = "Duplicate"
 	// KindInProgress: another holder had the key's live lock; the work did
-	// not run, and the record is retried.
+	// not run. The record is retried; Do returns an error matching
+	// ErrInProgress.
 	KindInProgress Kind = "InProgress"
 	// KindInProgressDropped: a record as KindInProgress, but deleted
 	// unprocessed (Config.InProgress is InProgressDrop). Handle only.
@@ -79,8 +81,8 @@ const (
 	// (Config.OperatorQueueURL), which is then deleted; Reason is the
 	// sqs-once-reason it carries. Handle only.
 	KindForwardedToOperator Kind = "ForwardedToOperator"
-	// KindFailed: the record was reported failed, to be redelivered, or
-	// Do returned an error other than a refusal; Reason says why.
+	// KindFailed: the record was reported failed, to be redelivered; Do
+	// returned its function's error, or did not run it. Reason says why.
 	KindFailed Kind = "Failed"
 )
 
