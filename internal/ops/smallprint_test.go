@@ -116,7 +116,7 @@ func TestReasonsAreEveryReasonWritten(t *testing.T) {
 	slices.Sort(written)
 	known := slices.Sorted(slices.Values(ops.Reasons))
 	if len(written) < 8 || !slices.Equal(written, known) {
-		t.Errorf("the Reason constants of sqsonce and replay are %v; ops.Reasons is %v", written, known)
+		t.Errorf("the forwarded Reasons of sqsonce and the Reasons of replay are %v; ops.Reasons is %v", written, known)
 	}
 }
 
