@@ -159,14 +159,21 @@ type outcome struct {
 	hideUntil time.Time
 }
 
-// retried: the record is listed in batchItemFailures, so SQS delivers it
-// again. Every other record is deleted (a forwarded one once the operator
-// queue holds it).
-func (o *outcome) retried() bool { return o.Kind == KindFailed || o.Kind == KindInProgress }
-
 // settled: the record is deleted, and not as bound for the operator queue:
 // the records of its FIFO message group after it may go on (walkUnit).
-func (o *outcome) settled() bool { return !o.retried() && o.Kind != KindForwardedToOperator }
+func (o *outcome) settled() bool {
+	switch o.Kind {
+	case KindProcessed, KindUnrecordedCompletion, KindDuplicate, KindInProgressDropped:
+		return true
+	}
+	return false
+}
+
+// retried: the record is listed in batchItemFailures, so SQS delivers it
+// again. The others are deleted, a forwarded one once the operator queue
+// holds it. A Kind nothing set is retried: a record is never deleted by
+// default.
+func (o *outcome) retried() bool { return !o.settled() && o.Kind != KindForwardedToOperator }
 
 // retry is the outcome of a record reported failed for reason, err saying
 // why when the reason does not, so SQS delivers it again.
