@@ -64,15 +64,15 @@ func TestAPIConfigMetrics(t *testing.T) {
 // function, over from..to, n invocations.
 func apiProcessorSpec(function string, from, to time.Time, n int) metricstest.Spec {
 	units := map[string]metrics.Unit{}
-	for _, m := range []string{sqsonce.MetricProcessed, sqsonce.MetricUnrecordedCompletion, sqsonce.MetricDuplicate,
-		sqsonce.MetricInProgress, sqsonce.MetricInProgressDropped, sqsonce.MetricForwardedToOperator,
-		sqsonce.MetricFailed, sqsonce.MetricLockLost, sqsonce.MetricBackoffApplied} {
+	for _, m := range []string{string(sqsonce.KindProcessed), string(sqsonce.KindUnrecordedCompletion), string(sqsonce.KindDuplicate),
+		string(sqsonce.KindInProgress), string(sqsonce.KindInProgressDropped), string(sqsonce.KindForwardedToOperator),
+		string(sqsonce.KindFailed), metrics.LockLost, metrics.BackoffApplied} {
 		units[m] = metrics.Count
 	}
 	return metricstest.Spec{
 		Function: function, From: from, To: to, Invocations: n, Units: units,
-		Base: []string{sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress,
-			sqsonce.MetricUnrecordedCompletion, sqsonce.MetricLockLost, sqsonce.MetricBackoffApplied},
-		Extra: []string{sqsonce.DimensionReason},
+		Base: []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
+			string(sqsonce.KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied},
+		Extra: []string{metrics.DimensionReason},
 	}
 }

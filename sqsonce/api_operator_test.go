@@ -44,7 +44,7 @@ func TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue(t *testing.T) {
 	}
 	got := mototest.Receive(t, awsCfg, operator, 1, 5*time.Second)
 	if len(got) != 1 || aws.ToString(got[0].Body) != `{"orderId":"A","amount":99999}` ||
-		aws.ToString(got[0].MessageAttributes[sqsonce.AttrReason].StringValue) != sqsonce.ReasonPayloadMismatch {
+		sqsonce.Reason(aws.ToString(got[0].MessageAttributes[sqsonce.AttrReason].StringValue)) != sqsonce.ReasonPayloadMismatch {
 		t.Fatalf("operator queue holds %d messages (%v), want the conflicting one with reason payload-mismatch", len(got), got)
 	}
 }

@@ -27,7 +27,7 @@ type held struct {
 // holds is not delivered: it is a duplicate once its first copy is
 // completed, and retried with it otherwise.
 func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outcome {
-	outcomes := make([]outcome, len(recs))
+	outcomes := notStarted(len(recs))
 	holds := make([]*held, len(recs))
 	copyOf := make([]*held, len(recs))
 	p.eachUnit(recs, func(unit []int) { p.acquireUnit(ctx, b, recs, unit, holds, copyOf, outcomes) })
@@ -69,16 +69,22 @@ func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outco
 // hidden until its lock ends where the lock was kept (an unknown delivery).
 func (p *Processor) copyOutcome(ctx context.Context, r, first keyed, o outcome, lease store.Lease) outcome {
 	log := r.log.With("copyOf", first.msg.MessageId)
-	if o.verdict != retry {
+	if !o.retried() {
 		// The first copy was delivered (its completion recorded or not) or
 		// goes to the operator queue: this one is its duplicate. Retrying
 		// it after an unrecorded completion would run the key again.
-		log.InfoContext(ctx, "duplicate suppressed: a copy of a record of this batch", "outcome", duplicate.String(), "firstOutcome", o.metric)
-		return outcome{verdict: done, metric: MetricDuplicate}
+		firstKind := string(o.Kind)
+		if o.Kind == KindForwardedToOperator {
+			// The operator queue has not answered yet: the log has always
+			// shown this first outcome empty.
+			firstKind = ""
+		}
+		log.InfoContext(ctx, "duplicate suppressed: a copy of a record of this batch", "outcome", duplicate.String(), "firstOutcome", firstKind)
+		return outcome{Outcome: Outcome{Kind: KindDuplicate}}
 	}
 	log.InfoContext(ctx, "record retried with the copy of its key in this batch, which was not completed", "outcome", inProgress.String())
-	c := outcome{verdict: retry, metric: MetricInProgress}
-	if o.failure == FailureDeliveryUnknown {
+	c := outcome{Outcome: Outcome{Kind: KindInProgress}}
+	if o.Reason == ReasonDeliveryUnknown {
 		// The first copy's lock is kept until it expires: no receive can
 		// take the key before then.
 		c.hideUntil = lease.LockExpiresAt
@@ -94,7 +100,7 @@ func (p *Processor) acquireUnit(ctx context.Context, b budget, recs []keyed, uni
 	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
 		r := recs[i]
 		if !r.ok {
-			outcomes[i] = noKey(recs[i].err)
+			outcomes[i] = retry(ReasonNoKey, recs[i].err)
 			return false
 		}
 		if first, ok := holder[r.key]; ok {
@@ -107,8 +113,8 @@ func (p *Processor) acquireUnit(ctx context.Context, b budget, recs []keyed, uni
 			holder[r.key] = holds[i]
 			return true
 		}
-		outcomes[i] = p.report(ctx, r.log, res)
-		return outcomes[i].verdict == done
+		outcomes[i] = p.judge(ctx, r.log, res)
+		return outcomes[i].settled()
 	})
 }
 
@@ -153,7 +159,7 @@ func (p *Processor) finish(ctx context.Context, hd *held, err error) outcome {
 		lease := hd.hold.abandon()
 		hd.log.ErrorContext(ctx, "record's delivery has an unknown outcome (the target may have acted); its lock is kept until it expires, then the message is delivered again: a duplicate if the target had acted",
 			"outcome", "delivery-unknown", "fence", lease.Fence, "lockExpiresAt", lease.LockExpiresAt, "error", err)
-		return retried(FailureDeliveryUnknown)
+		return retry(ReasonDeliveryUnknown, nil)
 	}
-	return p.report(ctx, hd.log, hd.hold.finish(ctx, nil, err))
+	return p.judge(ctx, hd.log, hd.hold.finish(ctx, nil, err))
 }

@@ -3,7 +3,6 @@ package sqsonce
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -103,16 +102,16 @@ func (e *ResultError) Unwrap() error { return e.Err }
 func (p *Processor) do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (lockResult, error) {
 	start := p.now()
 	if err := p.checkKey(key); err != nil {
-		o := retried(FailureNoKey)
-		o.err, o.took = err, p.now().Sub(start)
-		p.tell(ctx, p.outcomeOf("", "", o))
+		o := failedFor(ReasonNoKey, err)
+		o.Duration = p.now().Sub(start)
+		p.tell(ctx, o)
 		return lockResult{outcome: notAcquired, err: err}, err
 	}
 	shown := p.lock.shownKey(key)
 	res := p.lock.do(ctx, key, "", p.cfg.WaitInProgress, fn)
-	o := p.judgeDo(res)
-	o.res, o.took = res, p.now().Sub(start)
-	p.tell(ctx, p.outcomeOf(shown, "", o))
+	o := classify(res)
+	o.Key, o.Duration = shown, p.now().Sub(start)
+	p.tell(ctx, o)
 	switch res.outcome {
 	case processed:
 		return res, nil
@@ -138,31 +137,4 @@ func (p *Processor) checkKey(key string) error {
 		return fmt.Errorf("%w: key of %d bytes, want 1 to %d of valid UTF-8 (%s lifts both limits)", ErrNoKey, len(key), maxKeyBytes, p.cfg.setting("HashKeys"))
 	}
 	return nil
-}
-
-// judgeDo is what a call of Do counts as.
-func (p *Processor) judgeDo(res lockResult) outcome {
-	switch res.outcome {
-	case processed:
-		return outcome{verdict: done, metric: MetricProcessed}
-	case processedUnrecorded:
-		return outcome{verdict: done, metric: MetricUnrecordedCompletion, lockLost: res.lockLost || errors.Is(res.err, ErrLockLost)}
-	case duplicate:
-		return outcome{verdict: done, metric: MetricDuplicate}
-	case inProgress:
-		return outcome{verdict: retry, metric: MetricInProgress}
-	case payloadMismatch:
-		return retried(FailurePayloadMismatch)
-	case failed:
-		o := retried(FailureHandler)
-		if res.lockLost {
-			o.failure = FailureLockLost
-		}
-		o.lockLost = res.lockLost
-		return o
-	}
-	if errors.Is(res.err, ErrMisconfigured) {
-		return retried(FailureStoreMisconfigured)
-	}
-	return retried(FailureStoreUnavailable)
 }

@@ -235,7 +235,7 @@ func TestWaitInProgressReturnsTheHoldersResult(t *testing.T) {
 	if got := b.reads.Load(); got != 3 {
 		t.Errorf("%d reads, want 3 (one per interval, the third finding the completion)", got)
 	}
-	if len(outcomes) != 1 || outcomes[0].Kind != sqsonce.MetricDuplicate || outcomes[0].Waited <= 0 {
+	if len(outcomes) != 1 || outcomes[0].Kind != sqsonce.KindDuplicate || outcomes[0].Waited <= 0 {
 		t.Errorf("outcomes %+v; want one Duplicate that waited", outcomes)
 	}
 }

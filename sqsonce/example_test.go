@@ -265,7 +265,7 @@ func ExampleDoResult() {
 // kind, as an OpenTelemetry or Prometheus counter would be fed.
 func ExampleConfig_onOutcome() {
 	var mu sync.Mutex
-	counts := map[string]int{}
+	counts := map[sqsonce.Kind]int{}
 	p, err := sqsonce.New(sqsonce.Config{
 		Store: sqsoncetest.NewStore(), KeyPrefix: "jobs", Logger: slog.New(slog.DiscardHandler),
 		OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
@@ -280,6 +280,6 @@ func ExampleConfig_onOutcome() {
 	for range 3 {
 		_ = p.Do(context.Background(), "nightly-report", func(context.Context) error { return nil })
 	}
-	fmt.Println(counts[sqsonce.MetricProcessed], "processed,", counts[sqsonce.MetricDuplicate], "duplicates")
+	fmt.Println(counts[sqsonce.KindProcessed], "processed,", counts[sqsonce.KindDuplicate], "duplicates")
 	// Output: 1 processed, 2 duplicates
 }

@@ -17,20 +17,14 @@ import (
 )
 
 // The operator queue's vocabulary: the attributes a forwarded message
-// carries, and the reasons the processor gives in AttrReason.
+// carries. AttrReason holds the Outcome's Reason (ReasonPermanent,
+// ReasonPayloadMismatch or ReasonTargetRefused).
 const (
 	// AttrReason is the attribute that says why a message was forwarded.
 	AttrReason = sqsmsg.AttrReason
 	// AttrOriginalMessageID is the id of the message as first sent; copies
 	// of one message (replays, a retried send) share it.
 	AttrOriginalMessageID = sqsmsg.AttrOriginalMessageID
-	// ReasonPermanent: the Handler marked its failure Permanent.
-	ReasonPermanent = "permanent-error"
-	// ReasonPayloadMismatch: the key was seen with another body.
-	ReasonPayloadMismatch = "payload-mismatch"
-	// ReasonTargetRefused: the target refused the message for a reason no
-	// retry fixes (access denied, no such destination, too large).
-	ReasonTargetRefused = "target-refused"
 )
 
 // maxVisibility is the longest failure backoff. SQS refuses a visibility
@@ -68,17 +62,18 @@ func failureBackoff(base time.Duration) jitter.Policy {
 // run at once.
 const forwardsInFlight = 10
 
-// forwardPermanent sends the records marked toOperator to the operator queue
-// in batches. A record the queue did not accept is retried instead: it is
-// deleted only once the operator queue holds it.
+// forwardPermanent sends the records bound for the operator queue (Kind
+// KindForwardedToOperator, as judge left it) in batches. A record the queue
+// did not accept is retried instead: it is deleted only once the operator
+// queue holds it.
 func (p *Processor) forwardPermanent(ctx context.Context, records []events.SQSMessage, outcomes []outcome) {
 	var entries []sqsmsg.Entry
 	index := map[string]int{}
 	for i, o := range outcomes {
-		if o.verdict != toOperator {
+		if o.Kind != KindForwardedToOperator {
 			continue
 		}
-		entries = append(entries, sqsmsg.ForwardEntry(records[i], p.cfg.OperatorQueueURL, o.reason))
+		entries = append(entries, sqsmsg.ForwardEntry(records[i], p.cfg.OperatorQueueURL, string(o.Reason)))
 		index[records[i].MessageId] = i
 	}
 	if len(entries) == 0 {
@@ -91,11 +86,10 @@ func (p *Processor) forwardPermanent(ctx context.Context, records []events.SQSMe
 		i := index[e.RecordID]
 		if err, ok := failed[e.RecordID]; ok {
 			p.log.ErrorContext(ctx, "operator queue did not accept the message; retried later", "messageId", e.RecordID, "error", err)
-			outcomes[i].verdict, outcomes[i].metric, outcomes[i].failure = retry, MetricFailed, FailureForward
+			outcomes[i].Kind, outcomes[i].Reason = KindFailed, ReasonForwardFailed
 			continue
 		}
-		p.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", outcomes[i].reason)
-		outcomes[i].verdict, outcomes[i].metric = done, MetricForwardedToOperator
+		p.log.InfoContext(ctx, "forwarded to the operator queue", "messageId", e.RecordID, "reason", string(outcomes[i].Reason))
 	}
 }
 
@@ -126,7 +120,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 	var failed []events.SQSMessage
 	var kinds []*outcome
 	for i := range outcomes {
-		if o := &outcomes[i]; o.verdict == retry && (!o.hideUntil.IsZero() || p.cfg.FailureBackoffBase > 0) {
+		if o := &outcomes[i]; o.retried() && (!o.hideUntil.IsZero() || p.cfg.FailureBackoffBase > 0) {
 			failed = append(failed, records[i])
 			kinds = append(kinds, o)
 		}
@@ -192,7 +186,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 				case !kind[i].hideUntil.IsZero():
 					p.log.InfoContext(ctx, "in-progress record hidden until the lock can be taken over", "messageId", chunk[i].MessageId,
 						"visibilityTimeout", e.VisibilityTimeout, "lockExpiresAt", kind[i].hideUntil)
-					kind[i].inProgressHidden = true
+					kind[i].InProgressHidden = true
 					continue
 				case e.VisibilityTimeout == 0:
 					p.log.InfoContext(ctx, "failed record left visible: it failed its last receive, and the next moves it to the dead-letter queue",
@@ -200,7 +194,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 				default:
 					p.log.InfoContext(ctx, "failed record delayed", "messageId", chunk[i].MessageId, "visibilityTimeout", e.VisibilityTimeout)
 				}
-				kind[i].backoffApplied = true
+				kind[i].BackoffApplied = true
 			}
 		}
 	}

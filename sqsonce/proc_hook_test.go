@@ -179,11 +179,15 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ msg, key, kind, reason string }{
-		{"m-1", "a", sqsonce.MetricProcessed, ""},
-		{"m-2", "a", sqsonce.MetricDuplicate, ""},
-		{"m-3", "fail", sqsonce.MetricFailed, sqsonce.FailureHandler},
-		{"m-4", "", sqsonce.MetricFailed, sqsonce.FailureNoKey},
+	want := []struct {
+		msg, key string
+		kind     sqsonce.Kind
+		reason   sqsonce.Reason
+	}{
+		{"m-1", "a", sqsonce.KindProcessed, ""},
+		{"m-2", "a", sqsonce.KindDuplicate, ""},
+		{"m-3", "fail", sqsonce.KindFailed, sqsonce.ReasonHandlerError},
+		{"m-4", "", sqsonce.KindFailed, sqsonce.ReasonNoKey},
 	}
 	if len(outs) != len(want) {
 		t.Fatalf("%d outcomes, want %d: %+v", len(outs), len(want), outs)
@@ -202,7 +206,7 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	_ = p.Do(context.Background(), "job", func(context.Context) error { return nil })
 	_ = p.Do(context.Background(), "job", func(context.Context) error { return nil })
 	_ = p.Do(context.Background(), "", func(context.Context) error { return nil })
-	if len(outs) != 3 || outs[0].Kind != sqsonce.MetricProcessed || outs[0].MessageID != "" || outs[1].Kind != sqsonce.MetricDuplicate || outs[2].Reason != sqsonce.FailureNoKey {
+	if len(outs) != 3 || outs[0].Kind != sqsonce.KindProcessed || outs[0].MessageID != "" || outs[1].Kind != sqsonce.KindDuplicate || outs[2].Reason != sqsonce.ReasonNoKey {
 		t.Errorf("Do outcomes: %+v", outs)
 	}
 }
@@ -254,7 +258,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 				return
 			}
 			for _, f := range resp.BatchItemFailures {
-				if k, _ := kinds.Load(f.ItemIdentifier); k != sqsonce.MetricInProgress {
+				if k, _ := kinds.Load(f.ItemIdentifier); k != sqsonce.KindInProgress {
 					t.Errorf("record %s failed as %v; only a key in progress in another invocation may be retried", f.ItemIdentifier, k)
 				}
 			}
@@ -267,7 +271,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 	}
 	processed := 0
 	kinds.Range(func(_, k any) bool {
-		if k == sqsonce.MetricProcessed {
+		if k == sqsonce.KindProcessed {
 			processed++
 		}
 		return true
@@ -293,7 +297,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 		if _, ok := doc["_aws"]; ok && doc["Reason"] == nil {
 			docs++
 			sum := 0.0
-			for _, m := range []string{sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress} {
+			for _, m := range []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress)} {
 				v, _ := doc[m].(float64)
 				sum += v
 			}

@@ -26,19 +26,19 @@ import (
 func procMetricsSpec(from, to time.Time, n int) metricstest.Spec {
 	units := map[string]metrics.Unit{}
 	for _, name := range []string{
-		sqsonce.MetricProcessed, sqsonce.MetricUnrecordedCompletion, sqsonce.MetricDuplicate,
-		sqsonce.MetricInProgress, sqsonce.MetricInProgressDropped, sqsonce.MetricForwardedToOperator,
-		sqsonce.MetricFailed, sqsonce.MetricLockLost, sqsonce.MetricBackoffApplied,
+		string(sqsonce.KindProcessed), string(sqsonce.KindUnrecordedCompletion), string(sqsonce.KindDuplicate),
+		string(sqsonce.KindInProgress), string(sqsonce.KindInProgressDropped), string(sqsonce.KindForwardedToOperator),
+		string(sqsonce.KindFailed), metrics.LockLost, metrics.BackoffApplied,
 	} {
 		units[name] = metrics.Count
 	}
 	return metricstest.Spec{
 		Function: procFunction, From: from, To: to, Invocations: n, Units: units,
 		Base: []string{
-			sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress,
-			sqsonce.MetricUnrecordedCompletion, sqsonce.MetricLockLost, sqsonce.MetricBackoffApplied,
+			string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
+			string(sqsonce.KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied,
 		},
-		Extra: []string{sqsonce.DimensionReason},
+		Extra: []string{metrics.DimensionReason},
 	}
 }
 
@@ -132,18 +132,18 @@ func (o *toldOutcomes) counts() metricCounts {
 	defer o.mu.Unlock()
 	c := metricCounts{}
 	for _, out := range o.outs {
-		c[out.Kind]++
+		c[string(out.Kind)]++
 		if out.Reason != "" {
-			c[out.Kind+"/"+out.Reason]++
+			c[string(out.Kind)+"/"+string(out.Reason)]++
 		}
 		if out.LockLost {
-			c[sqsonce.MetricLockLost]++
+			c[metrics.LockLost]++
 		}
 		if out.BackoffApplied {
-			c[sqsonce.MetricBackoffApplied]++
+			c[metrics.BackoffApplied]++
 		}
 		if out.InProgressHidden {
-			c[sqsonce.MetricInProgressHidden]++
+			c[metrics.InProgressHidden]++
 		}
 	}
 	return c

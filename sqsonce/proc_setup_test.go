@@ -615,4 +615,4 @@ func attr(m sqstypes.Message, name string) string {
 }
 
 // reasonOf is the sqs-once-reason of a forwarded message.
-func reasonOf(m sqstypes.Message) string { return attr(m, sqsmsg.AttrReason) }
+func reasonOf(m sqstypes.Message) sqsonce.Reason { return sqsonce.Reason(attr(m, sqsmsg.AttrReason)) }

@@ -134,45 +134,48 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 
 func (p *Processor) now() time.Time { return p.cfg.Now() }
 
-// verdict is what the record's fate in the batch response will be. The zero
-// value is a failure: a record whose processing ended in any way other than
-// an explicit outcome is retried, never deleted.
-type verdict int
-
-const (
-	retry      verdict = iota // listed in batchItemFailures
-	done                      // deleted by SQS
-	toOperator                // forwarded, then deleted; retried if forwarding fails
-)
-
+// outcome is a record's Outcome as Handle decides it, with what only the
+// batch needs besides. Its Kind also says the record's fate in the batch
+// response (retried); before forwardPermanent, KindForwardedToOperator
+// means bound for the operator queue.
 type outcome struct {
-	verdict verdict
-	reason  string // the operator queue's sqs-once-reason, for toOperator
-	// metric is what the record counts as (metrics.go), failure the
-	// Reason of MetricFailed, and lockLost whether its lock was lost while
-	// its handler ran.
-	metric   string
-	failure  string
-	lockLost bool
+	Outcome
 	// hideUntil, on a record refused as in progress, is when the lock that
 	// refused it can be taken over: the record is hidden until then
 	// (delayRetries), so its next receive is the one that can take it.
 	hideUntil time.Time
-	// backoffApplied and inProgressHidden: SQS confirmed the record's
-	// visibility change (delayRetries).
-	backoffApplied, inProgressHidden bool
-	// res is what the lock protocol did, when it ran; err the error of an
-	// outcome it did not decide (a failed forward).
-	res lockResult
-	err error
-	// took is how long the record took (zero: the batch's time).
-	took time.Duration
 }
 
-// retried is the outcome of a record reported failed for reason (one of
-// the Failure constants), so SQS delivers it again.
-func retried(reason string) outcome {
-	return outcome{verdict: retry, metric: MetricFailed, failure: reason}
+// settled: the record is deleted, and not as bound for the operator queue:
+// the records of its FIFO message group after it may go on (walkUnit).
+func (o *outcome) settled() bool {
+	switch o.Kind {
+	case KindProcessed, KindUnrecordedCompletion, KindDuplicate, KindInProgressDropped:
+		return true
+	}
+	return false
+}
+
+// retried: the record is listed in batchItemFailures, so SQS delivers it
+// again. The others are deleted, a forwarded one once the operator queue
+// holds it. A Kind nothing set is retried: a record is never deleted by
+// default.
+func (o *outcome) retried() bool { return !o.settled() && o.Kind != KindForwardedToOperator }
+
+// retry is the outcome of a record reported failed for reason, err saying
+// why when the reason does not, so SQS delivers it again.
+func retry(reason Reason, err error) outcome {
+	return outcome{Outcome: failedFor(reason, err)}
+}
+
+// notStarted are the outcomes of n records before any is started: a record
+// that nothing reaches is reported failed, never deleted.
+func notStarted(n int) []outcome {
+	out := make([]outcome, n)
+	for i := range out {
+		out[i] = retry(ReasonNotStarted, nil)
+	}
+	return out
 }
 
 // Handle processes an SQS event for lambda.Start: each record under its
@@ -199,25 +202,27 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	if p.target != nil {
 		outcomes = p.deliver(ctx, b, recs)
 	} else {
-		outcomes = make([]outcome, len(recs))
+		outcomes = notStarted(len(recs))
 		p.eachUnit(recs, func(unit []int) { p.runUnit(ctx, b, recs, unit, outcomes) })
 	}
 	p.forwardPermanent(ctx, ev.Records, outcomes)
 
 	var resp events.SQSEventResponse
-	for i, o := range outcomes {
-		if o.verdict == retry {
+	for i := range outcomes {
+		if outcomes[i].retried() {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
 	}
 	p.delayRetries(ctx, ev.Records, outcomes)
 	outs := make([]Outcome, len(outcomes))
 	batchTook := p.now().Sub(start)
-	for i, o := range outcomes {
-		if o.took == 0 {
-			o.took = batchTook
+	for i := range outcomes {
+		o := outcomes[i].Outcome
+		o.Key, o.MessageID = recs[i].shown, ev.Records[i].MessageId
+		if o.Duration == 0 {
+			o.Duration = batchTook
 		}
-		outs[i] = p.outcomeOf(recs[i].shown, ev.Records[i].MessageId, o)
+		outs[i] = o
 	}
 	p.emitMetrics(ctx, outs)
 	p.tell(ctx, outs...)
@@ -327,8 +332,8 @@ func (p *Processor) runUnit(ctx context.Context, b budget, recs []keyed, unit []
 	p.walkUnit(ctx, b, recs, unit, outcomes, func(i int) bool {
 		start := p.now()
 		outcomes[i] = p.process(ctx, recs[i])
-		outcomes[i].took = p.now().Sub(start)
-		return outcomes[i].verdict == done
+		outcomes[i].Duration = p.now().Sub(start)
+		return outcomes[i].settled()
 	})
 }
 
@@ -336,8 +341,8 @@ func (p *Processor) runUnit(ctx context.Context, b budget, recs []keyed, unit []
 // FIFO message group that did not go on (a failure), the group's later
 // records are retried unprocessed: running them would break FIFO order.
 // Other records go on. A record is not started inside the reserve kept for
-// the batch's last calls; it stays failed (its outcome the zero one,
-// counted as not started), and SQS delivers it again.
+// the batch's last calls; it keeps its outcome from notStarted, and SQS
+// delivers it again.
 func (p *Processor) walkUnit(ctx context.Context, b budget, recs []keyed, unit []int, outcomes []outcome, step func(i int) bool) {
 	blocked := map[string]string{} // FIFO group -> the message id that blocks it
 	for n, i := range unit {
@@ -351,7 +356,7 @@ func (p *Processor) walkUnit(ctx context.Context, b budget, recs []keyed, unit [
 		group, fifo := fifoGroup(recs[i].msg)
 		if by, ok := blocked[group]; fifo && ok {
 			p.log.InfoContext(ctx, "record skipped", "messageId", recs[i].msg.MessageId, "outcome", "group-blocked", "blockedBy", by)
-			outcomes[i] = retried(FailureGroupBlocked)
+			outcomes[i] = retry(ReasonGroupBlocked, nil)
 			continue
 		}
 		if !step(i) && fifo {
@@ -362,17 +367,10 @@ func (p *Processor) walkUnit(ctx context.Context, b budget, recs []keyed, unit [
 
 func (p *Processor) process(ctx context.Context, r keyed) outcome {
 	if !r.ok {
-		return noKey(r.err)
+		return retry(ReasonNoKey, r.err)
 	}
 	res := p.lock.do(ctx, r.key, p.payloadHash(r.msg), 0, func(ctx context.Context) ([]byte, error) { return nil, p.handler(ctx, r.msg) })
-	return p.report(ctx, r.log, res)
-}
-
-// noKey is the outcome of a record without a key (err says why): retried.
-func noKey(err error) outcome {
-	o := retried(FailureNoKey)
-	o.err = err
-	return o
+	return p.judge(ctx, r.log, res)
 }
 
 // key reads msg's idempotency key, and returns the record's logger with it.
@@ -393,17 +391,12 @@ func (p *Processor) key(ctx context.Context, msg events.SQSMessage) (key, shown 
 	return key, shown, log.With("key", shown), nil
 }
 
-// report logs what the lock protocol did with a record and decides its
-// fate in the batch response, and what it counts as in the metrics.
-func (p *Processor) report(ctx context.Context, log *slog.Logger, res lockResult) outcome {
-	o := p.judge(ctx, log, res)
-	o.lockLost = res.lockLost || errors.Is(res.err, ErrLockLost)
-	o.res = res
-	return o
-}
-
-// judge is report's decision, from the lock protocol's result alone.
+// judge logs what the lock protocol did with a record and decides its
+// fate: the record's Outcome (classify) with what only Handle adds applied
+// to it, the operator queue, InProgress=drop and the hiding of a record
+// refused as in progress.
 func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult) outcome {
+	o := outcome{Outcome: classify(res)}
 	log = log.With("outcome", res.outcome.String())
 	if res.fence > 0 {
 		log = log.With("fence", res.fence)
@@ -415,7 +408,6 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			msg = "record delivered to the target"
 		}
 		log.InfoContext(ctx, msg, "tookOver", res.tookOver)
-		return outcome{verdict: done, metric: MetricProcessed}
 	case processedUnrecorded:
 		if errors.Is(res.err, ErrLockLost) {
 			log.ErrorContext(ctx, "record processed after its lock expired and another holder took the key over: that holder runs it too (duplicate possible); raise "+p.cfg.setting("LockTimeout")+" or make the handler stop when its context ends",
@@ -424,59 +416,58 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			log.ErrorContext(ctx, "record processed but its completion was not recorded: a delivery of the same key after the lock expires would run it again (duplicate possible)",
 				"error", res.err, "lockExpiresAt", res.lockExpiresAt)
 		}
-		return outcome{verdict: done, metric: MetricUnrecordedCompletion}
 	case duplicate:
 		log.InfoContext(ctx, "duplicate suppressed", "detail", res.err, "cached", res.cached)
-		return outcome{verdict: done, metric: MetricDuplicate}
 	case payloadMismatch:
 		if p.cfg.OperatorQueueURL != "" {
 			log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); forwarding to the operator queue",
 				"error", res.err)
-			return outcome{verdict: toOperator, reason: ReasonPayloadMismatch}
+			o.Kind = KindForwardedToOperator
+			return o
 		}
 		log.ErrorContext(ctx, "record refused: its key was seen with another body (a producer reuses keys, or the key setting is too coarse); retried, and it reaches the dead-letter queue",
 			"error", res.err)
-		return retried(FailurePayloadMismatch)
 	case inProgress:
 		if p.cfg.InProgress == InProgressDrop {
 			log.WarnContext(ctx, "record dropped: in progress elsewhere ("+p.cfg.setting("InProgress")+"=drop)", "detail", res.err)
-			return outcome{verdict: done, metric: MetricInProgressDropped}
+			o.Kind = KindInProgressDropped
+			return o
 		}
-		o := outcome{verdict: retry, metric: MetricInProgress}
 		var held *store.HeldError
 		if errors.As(res.err, &held) {
 			o.hideUntil = held.Until()
 		}
 		log.InfoContext(ctx, "record in progress elsewhere; retried once the lock can be taken over", "detail", res.err)
-		return o
 	case failed:
 		if res.lockLost {
 			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",
 				"error", res.err)
-			return retried(FailureLockLost)
+			return o
 		}
 		if res.releaseErr != nil {
 			log.WarnContext(ctx, "lock not released; it expires on its own", "error", res.releaseErr)
 		}
 		if errors.Is(res.err, ErrTargetRefused) && p.cfg.OperatorQueueURL != "" {
 			log.ErrorContext(ctx, "record refused by the target for good; forwarding to the operator queue", "error", res.err)
-			return outcome{verdict: toOperator, reason: ReasonTargetRefused}
+			o.Kind, o.Reason = KindForwardedToOperator, ReasonTargetRefused
+			return o
 		}
 		if IsPermanent(res.err) && p.cfg.OperatorQueueURL != "" {
 			log.WarnContext(ctx, "record failed permanently; forwarding to the operator queue", "error", res.err)
-			return outcome{verdict: toOperator, reason: ReasonPermanent}
+			o.Kind, o.Reason = KindForwardedToOperator, ReasonPermanent
+			return o
 		}
 		log.WarnContext(ctx, "record failed; retried later", "error", res.err,
 			"permanent", IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused))
-		return retried(FailureHandler)
+	default:
+		if o.Reason == ReasonStoreMisconfigured {
+			log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
+				"error", res.err)
+			return o
+		}
+		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.err)
 	}
-	if errors.Is(res.err, ErrMisconfigured) {
-		log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
-			"error", res.err)
-		return retried(FailureStoreMisconfigured)
-	}
-	log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.err)
-	return retried(FailureStoreUnavailable)
+	return o
 }
 
 // payloadHash is the SHA-256 of the body when payloads are validated.

@@ -51,7 +51,7 @@ func TestMetricsOnStandardOutput(t *testing.T) {
 		Units: map[string]metrics.Unit{replay.MetricReplayed: metrics.Count, replay.MetricReplayDelay: metrics.Seconds,
 			replay.MetricForwardedToOperator: metrics.Count, replay.MetricSendFailed: metrics.Count},
 		Base:  []string{replay.MetricSendFailed},
-		Extra: []string{replay.DimensionAttempt, replay.DimensionReason},
+		Extra: []string{replay.DimensionAttempt, metrics.DimensionReason},
 	})
 	// BACKOFF_BASE 1, rate 2, no jitter: the first replay waits 2 s.
 	metricstest.CheckSums(t, docs, "orders-dlq-replayer", map[string]float64{

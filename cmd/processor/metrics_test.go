@@ -48,8 +48,8 @@ func TestMetricsOnStandardOutput(t *testing.T) {
 		}
 	}
 	units := map[string]metrics.Unit{}
-	base := []string{sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress,
-		sqsonce.MetricUnrecordedCompletion, sqsonce.MetricLockLost, sqsonce.MetricBackoffApplied}
+	base := []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
+		string(sqsonce.KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied}
 	for _, m := range base {
 		units[m] = metrics.Count
 	}

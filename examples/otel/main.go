@@ -95,9 +95,9 @@ func countOutcomes(meter metric.Meter) (func(context.Context, sqsonce.Outcome), 
 		return nil, fmt.Errorf("create the outcome counter: %w", err)
 	}
 	return func(ctx context.Context, o sqsonce.Outcome) {
-		attrs := []attribute.KeyValue{attribute.String("kind", o.Kind)}
+		attrs := []attribute.KeyValue{attribute.String("kind", string(o.Kind))}
 		if o.Reason != "" {
-			attrs = append(attrs, attribute.String("reason", o.Reason))
+			attrs = append(attrs, attribute.String("reason", string(o.Reason)))
 		}
 		counter.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}, nil

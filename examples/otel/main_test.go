@@ -60,10 +60,10 @@ func TestOutcomesAreCounted(t *testing.T) {
 	// The series by their attributes, as the SDK encodes them (sorted by
 	// name): kind, and reason where the Outcome has one; never the key.
 	want := map[string]int64{
-		"kind=" + sqsonce.MetricProcessed:                                    2,
-		"kind=" + sqsonce.MetricDuplicate:                                    2,
-		"kind=" + sqsonce.MetricFailed + ",reason=" + sqsonce.FailureNoKey:   1,
-		"kind=" + sqsonce.MetricFailed + ",reason=" + sqsonce.FailureHandler: 1,
+		"kind=" + string(sqsonce.KindProcessed):                                                2,
+		"kind=" + string(sqsonce.KindDuplicate):                                                2,
+		"kind=" + string(sqsonce.KindFailed) + ",reason=" + string(sqsonce.ReasonNoKey):        1,
+		"kind=" + string(sqsonce.KindFailed) + ",reason=" + string(sqsonce.ReasonHandlerError): 1,
 	}
 	got := collect(t, reader)
 	for series, n := range want {

@@ -27,11 +27,12 @@ func plural(n int, one, many string) string {
 // message it sends to the operator queue: the processor's and the
 // replayer's. redrive --reason accepts only these: a typo would match no
 // message and move nothing. TestReasonsAreEveryReasonWritten keeps the list
-// equal to the Reason constants of both packages.
+// equal to the forwarded ones of sqsonce's Reason constants and to the
+// Reason constants of replay.
 var Reasons = []string{
-	sqsonce.ReasonPermanent,
-	sqsonce.ReasonPayloadMismatch,
-	sqsonce.ReasonTargetRefused,
+	string(sqsonce.ReasonPermanent),
+	string(sqsonce.ReasonPayloadMismatch),
+	string(sqsonce.ReasonTargetRefused),
 	replay.ReasonMaxAttempts,
 	replay.ReasonInvalidCounter,
 	replay.ReasonAttributeLimit,

@@ -29,18 +29,16 @@ const (
 	MetricHeld = "Held"
 )
 
-// Dimensions of the replayer's metrics.
-const (
-	DimensionFunction = "FunctionName"
-	DimensionReason   = "Reason"
-	DimensionAttempt  = "Attempt"
-)
+// DimensionAttempt is the dimension of Replayed and ReplayDelay that says
+// which replay of a message they count. The dimensions every sqs-once
+// metric shares are metrics.DimensionFunction and metrics.DimensionReason.
+const DimensionAttempt = "Attempt"
 
 // tally counts one invocation's records.
 type tally struct{ set *metrics.Set }
 
 func newTally(function string) tally {
-	s := metrics.NewSet(metrics.Dimension{Name: DimensionFunction, Value: function})
+	s := metrics.NewSet(metrics.Dimension{Name: metrics.DimensionFunction, Value: function})
 	// Always written, zeros too, so a graph shows 0 rather than a gap.
 	s.Count(MetricSendFailed, 0)
 	return tally{set: s}
@@ -55,7 +53,7 @@ func (t tally) add(d decision, err error) {
 	case err != nil:
 		t.set.Count(MetricSendFailed, 1)
 	case d.reason != "":
-		t.set.Count(MetricForwardedToOperator, 1, metrics.Dimension{Name: DimensionReason, Value: d.reason})
+		t.set.Count(MetricForwardedToOperator, 1, metrics.Dimension{Name: metrics.DimensionReason, Value: d.reason})
 	default:
 		attempt := metrics.Dimension{Name: DimensionAttempt, Value: strconv.Itoa(d.n)}
 		t.set.Count(MetricReplayed, 1, attempt)

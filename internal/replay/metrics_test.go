@@ -33,7 +33,7 @@ func replayerSpec(now time.Time, n int) metricstest.Spec {
 			MetricSendFailed: metrics.Count, MetricHeld: metrics.Count,
 		},
 		Base:  []string{MetricSendFailed},
-		Extra: []string{DimensionAttempt, DimensionReason},
+		Extra: []string{DimensionAttempt, metrics.DimensionReason},
 	}
 }
 
@@ -124,7 +124,7 @@ func TestMetricsCountEachDeadLetter(t *testing.T) {
 			b.handle(tt.records...)
 			docs := metricstest.Check(t, b.metrics.String(), replayerSpec(now, 1))
 			metricstest.CheckSums(t, docs, testFunction, tt.want)
-			fn := metrics.Dimension{Name: DimensionFunction, Value: testFunction}
+			fn := metrics.Dimension{Name: metrics.DimensionFunction, Value: testFunction}
 			for attempt, want := range tt.delays {
 				got := metrics.Values(docs, MetricReplayDelay, fn, metrics.Dimension{Name: DimensionAttempt, Value: attempt})
 				slices.Sort(got)

@@ -540,9 +540,9 @@ func TestDashboard(t *testing.T) {
 				id        string
 				metrics   []string
 			}{
-				{c.processor, processorID, []string{sqsonce.MetricProcessed, sqsonce.MetricDuplicate, sqsonce.MetricInProgress,
-					sqsonce.MetricInProgressDropped, sqsonce.MetricFailed, sqsonce.MetricForwardedToOperator,
-					sqsonce.MetricBackoffApplied, sqsonce.MetricUnrecordedCompletion, sqsonce.MetricLockLost}},
+				{c.processor, processorID, []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
+					string(sqsonce.KindInProgressDropped), string(sqsonce.KindFailed), string(sqsonce.KindForwardedToOperator),
+					metrics.BackoffApplied, string(sqsonce.KindUnrecordedCompletion), metrics.LockLost}},
 				{c.replayer, replayerID, []string{replay.MetricReplayed, replay.MetricForwardedToOperator, replay.MetricSendFailed,
 					replay.MetricHeld, replay.MetricReplayDelay}},
 			} {

@@ -599,9 +599,9 @@ func TestAlarms(t *testing.T) {
 					alarm{"ProcessorErrorsAlarm", []metric{{"AWS/Lambda", "Errors", processorID, "Sum"}}, 0.0, 1, "any failed processor invocation"},
 					// The processor's own EMF metrics: each is a side effect
 					// that may run twice.
-					alarm{"ProcessorUnrecordedCompletionAlarm", []metric{{metrics.Namespace, sqsonce.MetricUnrecordedCompletion, processorID, "Sum"}}, 0.0, 1,
+					alarm{"ProcessorUnrecordedCompletionAlarm", []metric{{metrics.Namespace, string(sqsonce.KindUnrecordedCompletion), processorID, "Sum"}}, 0.0, 1,
 						"any completion the processor could not record"},
-					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, sqsonce.MetricLockLost, processorID, "Sum"}}, 0.0, 1,
+					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, metrics.LockLost, processorID, "Sum"}}, 0.0, 1,
 						"any lock lost while its handler ran"},
 				)
 			}

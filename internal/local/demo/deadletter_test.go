@@ -250,18 +250,18 @@ func TestProcessorMetricsCountInProgressHidden(t *testing.T) {
 	m := processorMetrics{hidden: func(n int) { hidden += n }}
 	write := func(counts map[string]int) {
 		t.Helper()
-		s := metrics.NewSet(metrics.Dimension{Name: sqsonce.DimensionFunction, Value: "processor"})
+		s := metrics.NewSet(metrics.Dimension{Name: metrics.DimensionFunction, Value: "processor"})
 		for name, n := range counts {
 			s.Count(name, n)
 		}
-		s.Count(sqsonce.MetricFailed, 2, metrics.Dimension{Name: sqsonce.DimensionReason, Value: sqsonce.FailureHandler})
+		s.Count(string(sqsonce.KindFailed), 2, metrics.Dimension{Name: metrics.DimensionReason, Value: string(sqsonce.ReasonHandlerError)})
 		if err := s.Write(m, time.Unix(1e9, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(map[string]int{sqsonce.MetricInProgressHidden: 3, sqsonce.MetricInProgress: 5, sqsonce.MetricProcessed: 7})
-	write(map[string]int{sqsonce.MetricInProgress: 1})
-	write(map[string]int{sqsonce.MetricInProgressHidden: 2})
+	write(map[string]int{metrics.InProgressHidden: 3, string(sqsonce.KindInProgress): 5, string(sqsonce.KindProcessed): 7})
+	write(map[string]int{string(sqsonce.KindInProgress): 1})
+	write(map[string]int{metrics.InProgressHidden: 2})
 	if hidden != 5 {
 		t.Errorf("counted %d hidden, want 3 + 2", hidden)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/sqs-once/sqs-once/internal/metrics"
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // functionLogHandler writes the functions' logs as Lambda's JSON log format
@@ -122,7 +121,7 @@ func (m processorMetrics) Write(p []byte) (int, error) {
 	}
 	n := 0
 	for _, d := range docs {
-		for _, v := range d.Values[sqsonce.MetricInProgressHidden] {
+		for _, v := range d.Values[metrics.InProgressHidden] {
 			n += int(v)
 		}
 	}
