@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sqs-once/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
 )
 
 func main() {
