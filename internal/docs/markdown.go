@@ -1,53 +1,24 @@
 package docs
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
-// module is the product module's path: the repository's root is the
-// directory whose go.mod declares it, from whichever module a test runs
-// in (the product, local/, cmd/sqs-once/).
-const module = "github.com/sqs-once/sqs-once"
-
-// Root is the repository's root: the nearest directory up from the test's
-// working directory whose go.mod declares the product module.
+// Root is the repository's root, from whichever module a test runs in
+// (the product, local/, cmd/sqs-once/).
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := proc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if declares(filepath.Join(dir, "go.mod")) {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatalf("no go.mod of %s above the working directory", module)
-		}
-		dir = up
-	}
-}
-
-// declares reports whether the go.mod at path declares the product module.
-func declares(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
-			return fields[1] == module
-		}
-	}
-	return false
+	return dir
 }
 
 // Read returns a file of the repository by its slash-separated path.
