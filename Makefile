@@ -89,14 +89,14 @@ lint:
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: make setup installs it into .venv" >&2; exit 1; }
 	cfn-lint template.yaml
 
-## model: spin's exhaustive search of the lock protocol's Promela model (internal/dedupe/model);
+## model: spin's exhaustive search of the lock protocol's Promela model (sqsonce/model);
 ## fails on any error, and when spin is missing
 model:
-	internal/dedupe/model/run.sh check
+	sqsonce/model/run.sh check
 
 ## model-mutants: fails unless spin catches every seeded bug of the model
 model-mutants:
-	internal/dedupe/model/run.sh mutants
+	sqsonce/model/run.sh mutants
 
 ## bench: the client side's figures next to their targets (issue 24), for
 ## this tree and BENCH_BASELINE in one run (internal/benchreport): per record

@@ -1,6 +1,7 @@
 /*
  * dedupe.pml: a Promela model of the idempotency lock protocol of
- * internal/dedupe (one key K, one DynamoDB record), checked by spin.
+ * package sqsonce (lock.go, over the store; one key K, one DynamoDB
+ * record), checked by spin.
  * README.md in this folder says what it models, what it checks and what it
  * leaves out; run.sh runs it (make model, make model-mutants).
  *
