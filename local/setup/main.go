@@ -17,7 +17,7 @@
 //
 // Usage:
 //
-//	go run ./internal/setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION]
+//	go -C local run ./setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION]
 package main
 
 import (
@@ -32,6 +32,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
 func main() {
@@ -51,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "print what would be installed and what to run, install nothing; exit status 1 when anything is missing")
 	pip := fs.Bool("pip", true, "install missing Python tools with pip into .venv; false: report them with the command (CI, whose image has them)")
 	dynalite := fs.String("dynalite", "", "the dynalite version make test installs into .tools (the Makefile's DYNALITE_VERSION)")
-	rootFlag := fs.String("root", "", "the module's root (default: the nearest directory above the working directory with go.mod)")
+	rootFlag := fs.String("root", "", "the repository's root (default: the nearest directory above the working directory whose go.mod is the product module's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -70,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := *rootFlag
 	if root == "" {
 		var err error
-		if root, err = moduleRoot(); err != nil {
+		if root, err = proc.RepoRoot(); err != nil {
 			fmt.Fprintln(stderr, "setup:", err)
 			return 2
 		}
@@ -152,23 +154,4 @@ func runIn(ctx context.Context, dir string, c []string, stdout, stderr io.Writer
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	return cmd.Run()
-}
-
-// moduleRoot is the nearest directory above the working directory that
-// holds go.mod: make runs setup from the root, a test from its package.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run setup inside the sqs-once module")
-		}
-		dir = parent
-	}
 }

@@ -123,9 +123,15 @@ func TestMakeDemoWithoutMotoServer(t *testing.T) {
 // `make demo` and `make test` run setup first, with the Makefile's dynalite
 // version.
 func TestMakeRunsSetupFirst(t *testing.T) {
+	// setup is built in its module (local/) into the repository's bin.
+	bin, err := filepath.Abs(filepath.Join("..", "..", "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := "go -C local build -o " + bin + "/setup ./setup && bin/setup -dynalite " + dynalite.Version
 	for target, want := range map[string][]string{
-		"demo": {"go build -o bin/setup ./internal/setup && bin/setup -dynalite " + dynalite.Version + " -for demo ", "go run ./cmd/sqs-once-local"},
-		"test": {"go build -o bin/setup ./internal/setup && bin/setup -dynalite " + dynalite.Version + " -for test ", "cfn-lint template.yaml"},
+		"demo": {build + " -for demo ", "go -C local build -o " + bin + "/sqs-once-local ./cmd/sqs-once-local\nbin/sqs-once-local"},
+		"test": {build + " -for test ", "cfn-lint template.yaml"},
 	} {
 		out, err := makeCmd(t, "-n", target).CombinedOutput()
 		if err != nil {
