@@ -2,15 +2,15 @@ package demo
 
 import (
 	"encoding/json"
-
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/sqsonce"
