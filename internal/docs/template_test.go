@@ -10,7 +10,7 @@ import (
 // templateParameters returns the names of template.yaml's parameters, read
 // from its text: the keys indented by two spaces under the top-level
 // "Parameters:" (a YAML parser would need a module this one does not have,
-// and the translated template needs python; internal/templatetest checks
+// and the translated template needs python; local/templatetest checks
 // the parameters themselves).
 func templateParameters(t testing.TB) map[string]bool {
 	t.Helper()

@@ -419,7 +419,7 @@ func TestStackMode(t *testing.T) {
 
 // BenchmarkDemoDefaults measures what `make demo` does after start-up: the
 // default workload through the whole pipeline (the README's timing claim).
-// Run it with: go test -run '^$' -bench DemoDefaults -benchtime 1x ./internal/local/demo
+// Run it with: go -C local test -tags integration -run '^$' -bench DemoDefaults -benchtime 1x ./demo
 func BenchmarkDemoDefaults(b *testing.B) {
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer

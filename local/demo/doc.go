@@ -1,4 +1,4 @@
-// Package demo is the local runner behind `make demo` (cmd/sqs-once-local):
+// Package demo is the local runner behind `make demo` (local/cmd/sqs-once-local):
 // it creates the stack from template.yaml on moto_server, runs the processor
 // and the DLQ replayer handlers behind local event source mappings
 // (internal/localesm), sends a workload of orders with re-sends, poison,

@@ -2,7 +2,7 @@
 // moto_server, or a workload against a deployed stack, and checks that every
 // order's side effect happened exactly once and nothing was lost (with
 // -target sqs: that every order was forwarded to a second queue exactly
-// once, intact). It is what `make demo` runs; see internal/local/demo and
+// once, intact). It is what `make demo` runs; see local/demo and
 // `sqs-once-local -help`.
 package main
 
