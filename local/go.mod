@@ -40,4 +40,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 )
 
+// The harness runs the product of this clone: the demo deploys its
+// template and runs its functions, the tests check them.
 replace github.com/sqs-once/sqs-once => ../
