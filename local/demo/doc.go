@@ -1,7 +1,7 @@
 // Package demo is the local runner behind `make demo` (local/cmd/sqs-once-local):
 // it creates the stack from template.yaml on moto_server, runs the processor
 // and the DLQ replayer handlers behind local event source mappings
-// (internal/localesm), sends a workload of orders with re-sends, poison,
+// (internal/local/localesm), sends a workload of orders with re-sends, poison,
 // transient and permanent failures, records every side effect in an
 // append-only ledger, and checks the invariants the project promises: every
 // order's side effect exactly once (extra ones only inside the documented
