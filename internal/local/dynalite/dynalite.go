@@ -41,7 +41,7 @@ const InstallCommand = "npm install --prefix " + Dir + " --no-audit --no-fund --
 // Binary returns the path of the pinned dynalite under the repository's root,
 // or an error that says how to install it.
 func Binary() (string, error) {
-	root, err := proc.RepoRoot()
+	root, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -65,6 +65,10 @@ func Binary() (string, error) {
 	}
 	return bin, nil
 }
+
+// repoRoot is where make setup installs dynalite (under Dir): the
+// repository's root, from a test of any of its modules.
+func repoRoot() (string, error) { return proc.RepoRoot() }
 
 // Server is a running dynalite bound to the loopback interface.
 type Server struct {

@@ -6,15 +6,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
 // TestMakefileInstallsThePinnedVersion: `make install-dynalite` (and
 // .ci/run, which calls it) installs the version Binary accepts, in the
 // directory Binary looks in.
 func TestMakefileInstallsThePinnedVersion(t *testing.T) {
-	root, err := proc.RepoRoot()
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
