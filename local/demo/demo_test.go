@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { mototest.Main(m) }
 // baseFlags run the demo on the test's moto_server with the repository's
 // template.
 func baseFlags(t *testing.T, extra ...string) []string {
-	return append([]string{"-endpoint", mototest.URL(t), "-template", "../../../template.yaml", "-out", t.TempDir(), "-json"}, extra...)
+	return append([]string{"-endpoint", mototest.URL(t), "-template", "../../template.yaml", "-out", t.TempDir(), "-json"}, extra...)
 }
 
 // fastFlags also shorten the DLQ path (3 receives, 1 replay) so a test run
@@ -423,7 +423,7 @@ func TestStackMode(t *testing.T) {
 func BenchmarkDemoDefaults(b *testing.B) {
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer
-		args := []string{"-endpoint", mototest.URL(b), "-template", "../../../template.yaml", "-out", b.TempDir(), "-json"}
+		args := []string{"-endpoint", mototest.URL(b), "-template", "../../template.yaml", "-out", b.TempDir(), "-json"}
 		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitOK {
 			b.Fatalf("exit %d\n%s", code, stderr.String())
 		}
