@@ -10,7 +10,7 @@ LAMBDA_BUILD = CGO_ENABLED=0 GOOS=$(GOOS_LAMBDA) GOARCH=$(GOARCH_LAMBDA) \
 BIN_DIR     ?= bin
 
 # dynalite (npm), the second DynamoDB the store's tests run against, is
-# installed in the module's .tools directory (gitignored) at this version;
+# installed in the repository's .tools directory (gitignored) at this version;
 # internal/local/dynalite pins the same one (a test keeps them equal).
 DYNALITE_VERSION = 4.0.0
 DYNALITE_INSTALL = npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@$(DYNALITE_VERSION)
@@ -23,12 +23,19 @@ DYNALITE_INSTALLED = $$(node -p "require('./.tools/node_modules/dynalite/package
 # skips a directory that is not there.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-# setup (internal/setup) installs what the machine lacks for -for demo or
+# The local harness (local/: the demo, setup, benchreport, the template's
+# tests) and the operator CLI (cmd/sqs-once/) are Go modules of their own
+# beside the product's, so that their dependencies stay out of a library
+# user's module graph; `go -C DIR` runs the go command in one of them. The
+# examples are modules too, tested as a user tests theirs.
+MODULES = . local cmd/sqs-once examples/orders examples/otel
+
+# setup (local/setup) installs what the machine lacks for -for demo or
 # -for test and says once what only the user can install; a no-op when all is
 # there. SETUP_FLAGS: -dry-run prints the plan and installs nothing; -pip=false
 # reports missing Python tools instead of installing them (.ci/run). Built,
 # not `go run`: that would add its own "exit status 1" to setup's one message.
-SETUP = $(GO) build -o $(BIN_DIR)/setup ./internal/setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION)
+SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION)
 
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
@@ -40,7 +47,8 @@ SAR_BUCKET  ?=
 ## demo: run the whole pipeline on a local moto_server and print the report
 ## (installs moto_server and the SAM translator first when they are missing)
 demo: setup-demo
-	$(GO) run ./cmd/sqs-once-local $(DEMO_FLAGS)
+	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
+	$(BIN_DIR)/sqs-once-local $(DEMO_FLAGS)
 
 ## test: the tools (setup installs what is missing), lint, the lock protocol's
 ## model and its mutants, then every test with the race detector: the hermetic
@@ -50,12 +58,16 @@ test: setup lint model model-mutants unit
 
 unit:
 	$(GO) test -race -count=1 -tags integration ./...
+	@# The harness and the CLI, modules of their own: the demo, samstack,
+	@# setup and the template's tests; the CLI's commands on moto_server.
+	$(GO) -C local test -race -count=1 -tags integration ./...
+	$(GO) -C cmd/sqs-once test -race -count=1 -tags integration ./...
 	@# The example is a module of its own, tested as a user tests theirs: on
 	@# sqsoncetest's store, no AWS.
-	cd examples/orders && $(GO) test -race -count=1 ./...
+	$(GO) -C examples/orders test -race -count=1 ./...
 	@# So is the OpenTelemetry example, its counter read with the SDK's
 	@# ManualReader.
-	cd examples/otel && $(GO) test -race -count=1 ./...
+	$(GO) -C examples/otel test -race -count=1 ./...
 	@# The processor built with the Redis store (STORE=redis), which the
 	@# default build leaves out.
 	$(GO) test -race -count=1 -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
@@ -81,25 +93,29 @@ check-tools:
 install-dynalite:
 	@[ "$(DYNALITE_INSTALLED)" = "$(DYNALITE_VERSION)" ] || $(DYNALITE_INSTALL)
 
-## lint: gofmt, go vet and cfn-lint on the SAM template
+## lint: gofmt, go vet and go mod tidy -diff in every module, and cfn-lint
+## on the SAM template
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet -tags integration ./...
+	@for m in $(MODULES); do \
+		echo "$(GO) -C $$m vet -tags integration ./... && $(GO) -C $$m mod tidy -diff"; \
+		$(GO) -C $$m vet -tags integration ./... && $(GO) -C $$m mod tidy -diff || exit 1; \
+	done
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: make setup installs it into .venv" >&2; exit 1; }
 	cfn-lint template.yaml
 
-## model: spin's exhaustive search of the lock protocol's Promela model (internal/dedupe/model);
+## model: spin's exhaustive search of the lock protocol's Promela model (sqsonce/model);
 ## fails on any error, and when spin is missing
 model:
-	internal/dedupe/model/run.sh check
+	sqsonce/model/run.sh check
 
 ## model-mutants: fails unless spin catches every seeded bug of the model
 model-mutants:
-	internal/dedupe/model/run.sh mutants
+	sqsonce/model/run.sh mutants
 
 ## bench: the client side's figures next to their targets (issue 24), for
-## this tree and BENCH_BASELINE in one run (internal/benchreport): per record
+## this tree and BENCH_BASELINE in one run (local/benchreport): per record
 ## time, CPU, instructions (valgrind's callgrind, when installed),
 ## allocations and DynamoDB calls against endpoints that answer at once; the
 ## processor's init time and peak RSS; the bootstrap's size; then a record
@@ -107,7 +123,7 @@ model-mutants:
 ## (redis-server)
 BENCH_BASELINE ?= 8ee3409
 bench:
-	$(GO) run ./internal/benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
+	$(GO) -C local run ./benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
 	@# A record on each store, beside each other: DynamoDB on moto_server,
 	@# Redis on redis-server, both local (docs/benchmarks.md, the two stores).
 	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkRecord(OnRedis)?$$' -benchmem ./sqsonce/

@@ -14,7 +14,7 @@
 // or a holder paused longer than its lock can run a key twice (pass Key and
 // Fence to a downstream that accepts them to close these), and a key seen
 // again after the window runs again. The docs' guarantees page lists every
-// case, and internal/dedupe/model checks the protocol with spin.
+// case, and sqsonce/model checks the protocol with spin.
 //
 // A Lambda function needs three lines around its handler (and their error
 // checks):

@@ -2,7 +2,11 @@
 // queue status, idempotency records (inspect, release, forget), peek and
 // redrive. The commands live in internal/ops; see `sqs-once --help`.
 //
-//	go install github.com/sqs-once/sqs-once/cmd/sqs-once@latest
+// It is a module of its own, which takes the library from its clone (a
+// replace in go.mod, so `go install ...@latest` cannot build it): from a
+// clone,
+//
+//	cd cmd/sqs-once && go install .
 package main
 
 import (
@@ -11,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sqs-once/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
 )
 
 func main() {

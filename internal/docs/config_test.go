@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/storeenv"
 	"github.com/sqs-once/sqs-once/sqsonce"
@@ -24,39 +22,6 @@ import (
 )
 
 const reference = "docs/configuration.md"
-
-// table returns the rows of the first table under the heading named
-// section in page, each a slice of its cells with the backquotes kept.
-func table(t testing.TB, page, section string) [][]string {
-	t.Helper()
-	lines := strings.Split(prose(read(t, page)), "\n")
-	i := slices.Index(lines, section)
-	if i < 0 {
-		t.Fatalf("%s has no heading %q", page, section)
-	}
-	var rows [][]string
-	for _, l := range lines[i+1:] {
-		if strings.HasPrefix(l, "#") {
-			break
-		}
-		if !strings.HasPrefix(l, "|") {
-			if len(rows) > 0 {
-				break
-			}
-			continue
-		}
-		l = strings.ReplaceAll(l, `\|`, "\x00")
-		var cells []string
-		for _, c := range strings.Split(strings.Trim(l, "|"), "|") {
-			cells = append(cells, strings.TrimSpace(strings.ReplaceAll(c, "\x00", "|")))
-		}
-		rows = append(rows, cells)
-	}
-	if len(rows) < 3 {
-		t.Fatalf("%s: no table under %q", page, section)
-	}
-	return rows[2:] // the header and its rule
-}
 
 // A binary's configuration reader, as its main runs it: the variables
 // through lookup, an error naming every bad one.
@@ -129,24 +94,14 @@ func (b loader) reads(env map[string]string) []string {
 
 func (b loader) starts(env map[string]string) error { return b.load(envconfig.Map(env)) }
 
-// name is a table's first cell without its backquotes and placeholder:
-// "`--max N`" is "--max".
-func name(cell string) string {
-	f := strings.Fields(strings.Trim(cell, "`"))
-	if len(f) == 0 {
-		return ""
-	}
-	return strings.Trim(f[0], "`")
-}
-
 // TestConfigurationListsWhatTheBinariesRead: the reference's tables of
 // variables are exactly what each binary reads, no more, no fewer.
 func TestConfigurationListsWhatTheBinariesRead(t *testing.T) {
 	t.Parallel()
 	for _, b := range binaries {
 		documented := map[string]string{}
-		for _, row := range table(t, reference, b.section) {
-			documented[name(row[0])] = "x"
+		for _, row := range Table(t, reference, b.section) {
+			documented[Name(row[0])] = "x"
 		}
 		// Every documented variable set, so that one read only beside
 		// another (TARGET_EVENT_SOURCE with TARGET) is asked for too.
@@ -177,8 +132,8 @@ var (
 func TestConfigurationLimitsAreTheCodes(t *testing.T) {
 	t.Parallel()
 	for _, b := range binaries {
-		for _, row := range table(t, reference, b.section) {
-			v, def, values := name(row[0]), row[1], row[2]
+		for _, row := range Table(t, reference, b.section) {
+			v, def, values := Name(row[0]), row[1], row[2]
 			try := func(value string, ok bool, why string) {
 				t.Helper()
 				env := maps.Clone(b.base)
@@ -231,92 +186,3 @@ func TestConfigurationLimitsAreTheCodes(t *testing.T) {
 }
 
 func decimal(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// cliHelp runs sqs-once with args and returns what it printed.
-func cliHelp(t testing.TB, args ...string) string {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	if code := ops.Main(context.Background(), args, ops.IO{Stdout: &out, Stderr: &errOut}); code != ops.ExitOK {
-		t.Fatalf("sqs-once %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
-	}
-	return out.String()
-}
-
-var helpFlag = regexp.MustCompile(`^\s+(?:-\w, )?--([a-z][a-z-]*)`)
-
-// helpSection returns the names in a section ("Flags:", "Global Flags:",
-// "Available Commands:") of a cobra help text.
-func helpSection(help, section string) []string {
-	var out []string
-	in := false
-	for _, l := range strings.Split(help, "\n") {
-		switch {
-		case l == section:
-			in = true
-		case in && strings.TrimSpace(l) == "":
-			return out
-		case in && section == "Available Commands:":
-			out = append(out, strings.Fields(l)[0])
-		case in:
-			if m := helpFlag.FindStringSubmatch(l); m != nil && m[1] != "help" {
-				out = append(out, m[1])
-			}
-		}
-	}
-	return out
-}
-
-// TestConfigurationListsEveryCLIFlag: the reference's table of the CLI's
-// flags names every flag of every command, each with the commands that
-// take it, and nothing the CLI does not take.
-func TestConfigurationListsEveryCLIFlag(t *testing.T) {
-	t.Parallel()
-	// What the CLI takes: command -> flags; "" is the root alone, "*" every
-	// command (the persistent flags).
-	root := cliHelp(t, "--help")
-	took := map[string][]string{}
-	for _, cmd := range helpSection(root, "Available Commands:") {
-		if cmd == "help" || cmd == "completion" {
-			continue
-		}
-		help := cliHelp(t, cmd, "--help")
-		took[cmd] = helpSection(help, "Flags:")
-		took["*"] = helpSection(help, "Global Flags:")
-	}
-	for _, f := range helpSection(root, "Flags:") {
-		if !slices.Contains(took["*"], f) {
-			took[""] = append(took[""], f)
-		}
-	}
-	documented := map[string][]string{}
-	for _, row := range table(t, reference, "## The sqs-once CLI") {
-		flag := strings.TrimPrefix(name(row[0]), "--")
-		switch cmds := row[1]; {
-		case cmds == "every command":
-			documented["*"] = append(documented["*"], flag)
-		case strings.HasPrefix(cmds, "`sqs-once`"):
-			documented[""] = append(documented[""], flag)
-		default:
-			for _, c := range inlineCode.FindAllString(cmds, -1) {
-				documented[strings.Trim(c, "`")] = append(documented[strings.Trim(c, "`")], flag)
-			}
-		}
-	}
-	all := map[string]bool{}
-	for k := range took {
-		all[k] = true
-	}
-	for k := range documented {
-		all[k] = true
-	}
-	for _, cmd := range slices.Sorted(maps.Keys(all)) {
-		got, want := slices.Sorted(slices.Values(took[cmd])), slices.Sorted(slices.Values(documented[cmd]))
-		if !slices.Equal(got, want) {
-			label := map[string]string{"*": "every command", "": "sqs-once alone"}[cmd]
-			if label == "" {
-				label = cmd
-			}
-			t.Errorf("%s: flags of %s: documented %v, the CLI takes %v", reference, label, want, got)
-		}
-	}
-}

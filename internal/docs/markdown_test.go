@@ -13,43 +13,21 @@ import (
 	"unicode"
 )
 
-// root is the repository's root, two directories up from this package.
-func root(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		t.Fatalf("repository root not found at %s: %v", dir, err)
-	}
-	return dir
-}
-
-// read returns a file of the repository by its slash-separated path.
-func read(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(t), filepath.FromSlash(name)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // pages lists the Markdown files whose links must resolve: the README, the
-// changelog, docs/, and every README under examples/ and internal/.
+// changelog, docs/, and every README under examples/, internal/, cmd/,
+// local/ and sqsonce/.
 func pages(t testing.TB) []string {
 	t.Helper()
 	out := []string{"README.md", "CHANGELOG.md"}
-	docs, err := filepath.Glob(filepath.Join(root(t), "docs", "*.md"))
+	docs, err := filepath.Glob(filepath.Join(Root(t), "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
 		out = append(out, "docs/"+filepath.Base(d))
 	}
-	for _, dir := range []string{"examples", "internal"} {
-		err := fs.WalkDir(os.DirFS(root(t)), dir, func(p string, d fs.DirEntry, err error) error {
+	for _, dir := range []string{"examples", "internal", "cmd", "local", "sqsonce"} {
+		err := fs.WalkDir(os.DirFS(Root(t)), dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -66,25 +44,6 @@ func pages(t testing.TB) []string {
 		}
 	}
 	return out
-}
-
-// prose is a Markdown text with its fenced code blocks blanked (their lines
-// kept, so line numbers still hold): links and headings inside code are
-// not links and headings.
-func prose(md string) string {
-	lines := strings.Split(md, "\n")
-	in := false
-	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "```") {
-			in = !in
-			lines[i] = ""
-			continue
-		}
-		if in {
-			lines[i] = ""
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // codeBlocks returns the contents of a Markdown text's fenced code blocks.
@@ -121,7 +80,7 @@ var (
 func anchors(md string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	for _, m := range heading.FindAllStringSubmatch(prose(md), -1) {
+	for _, m := range heading.FindAllStringSubmatch(Prose(md), -1) {
 		var b strings.Builder
 		for _, r := range strings.ToLower(m[1]) {
 			switch {
@@ -163,7 +122,7 @@ func TestAnchorsAreGitHubs(t *testing.T) {
 func TestReadmeIsAFrontDoor(t *testing.T) {
 	t.Parallel()
 	const most = 300
-	readme := read(t, "README.md")
+	readme := Read(t, "README.md")
 	if n := strings.Count(readme, "\n"); n > most {
 		t.Errorf("README.md has %d lines, more than %d: move the detail into docs/ and link it", n, most)
 	}
@@ -189,8 +148,8 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 func TestEveryRelativeLinkResolves(t *testing.T) {
 	t.Parallel()
 	for _, page := range pages(t) {
-		text := read(t, page)
-		lines := strings.Split(prose(text), "\n")
+		text := Read(t, page)
+		lines := strings.Split(Prose(text), "\n")
 		for i, l := range lines {
 			l = inlineCode.ReplaceAllString(l, "")
 			for _, m := range link.FindAllStringSubmatch(l, -1) {
@@ -207,7 +166,7 @@ func TestEveryRelativeLinkResolves(t *testing.T) {
 						t.Errorf("%s: leaves the repository", where)
 						continue
 					}
-					if _, err := os.Stat(filepath.Join(root(t), filepath.FromSlash(dest))); err != nil {
+					if _, err := os.Stat(filepath.Join(Root(t), filepath.FromSlash(dest))); err != nil {
 						t.Errorf("%s: no such file or directory %s", where, dest)
 						continue
 					}
@@ -219,7 +178,7 @@ func TestEveryRelativeLinkResolves(t *testing.T) {
 					t.Errorf("%s: a fragment on a file that is not Markdown", where)
 					continue
 				}
-				if !anchors(read(t, dest))[frag] {
+				if !anchors(Read(t, dest))[frag] {
 					t.Errorf("%s: %s has no heading #%s", where, dest, frag)
 				}
 			}
@@ -231,13 +190,13 @@ func TestEveryRelativeLinkResolves(t *testing.T) {
 // with a paragraph (not a list, a table or code) that says who it is for.
 func TestEveryPageSaysWhoItIsFor(t *testing.T) {
 	t.Parallel()
-	docs, err := filepath.Glob(filepath.Join(root(t), "docs", "*.md"))
+	docs, err := filepath.Glob(filepath.Join(Root(t), "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
 		page := "docs/" + filepath.Base(d)
-		lines := strings.Split(read(t, page), "\n")
+		lines := strings.Split(Read(t, page), "\n")
 		if len(lines) < 3 || !strings.HasPrefix(lines[0], "# ") || lines[1] != "" {
 			t.Errorf("%s: does not start with a title and a blank line", page)
 			continue

@@ -10,14 +10,14 @@ import (
 // templateParameters returns the names of template.yaml's parameters, read
 // from its text: the keys indented by two spaces under the top-level
 // "Parameters:" (a YAML parser would need a module this one does not have,
-// and the translated template needs python; internal/templatetest checks
+// and the translated template needs python; local/templatetest checks
 // the parameters themselves).
 func templateParameters(t testing.TB) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	in := false
 	key := regexp.MustCompile(`^  ([A-Za-z0-9]+):\s*$`)
-	for _, l := range strings.Split(read(t, "template.yaml"), "\n") {
+	for _, l := range strings.Split(Read(t, "template.yaml"), "\n") {
 		switch {
 		case l == "Parameters:":
 			in = true
@@ -38,7 +38,7 @@ func templateParameters(t testing.TB) map[string]bool {
 // templateVersion is the application's SemanticVersion in template.yaml.
 func templateVersion(t testing.TB) string {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^    SemanticVersion: (\S+)$`).FindStringSubmatch(read(t, "template.yaml"))
+	m := regexp.MustCompile(`(?m)^    SemanticVersion: (\S+)$`).FindStringSubmatch(Read(t, "template.yaml"))
 	if m == nil {
 		t.Fatal("template.yaml has no SemanticVersion under AWS::ServerlessRepo::Application")
 	}
@@ -50,7 +50,7 @@ func templateVersion(t testing.TB) string {
 func docPages(t testing.TB) []string {
 	t.Helper()
 	out := []string{"README.md"}
-	docs, err := filepath.Glob(filepath.Join(root(t), "docs", "*.md"))
+	docs, err := filepath.Glob(filepath.Join(Root(t), "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestEveryVersionIsTheTemplates(t *testing.T) {
 	t.Parallel()
 	want := templateVersion(t)
 	for _, page := range docPages(t) {
-		for i, l := range strings.Split(read(t, page), "\n") {
+		for i, l := range strings.Split(Read(t, page), "\n") {
 			for _, m := range versionMention.FindAllStringSubmatch(l, -1) {
 				if m[1] != want {
 					t.Errorf("%s:%d: %q names version %s; template.yaml's SemanticVersion is %s", page, i+1, m[0], m[1], want)
@@ -78,7 +78,7 @@ func TestEveryVersionIsTheTemplates(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(read(t, "README.md"), "version "+want) {
+	if !strings.Contains(Read(t, "README.md"), "version "+want) {
 		t.Errorf("README.md does not say it is at version %s", want)
 	}
 }
@@ -92,7 +92,7 @@ func TestParameterOverridesNameParameters(t *testing.T) {
 	t.Parallel()
 	params := templateParameters(t)
 	for _, page := range append(docPages(t), "examples/orders/README.md") {
-		for _, block := range codeBlocks(read(t, page)) {
+		for _, block := range codeBlocks(Read(t, page)) {
 			// One command per logical line: join the continued ones.
 			for _, cmd := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
 				_, rest, ok := strings.Cut(cmd, "--parameter-overrides")
@@ -121,11 +121,11 @@ func TestParameterOverridesNameParameters(t *testing.T) {
 // lists every event of events/.
 func TestEverySampleEventIsDocumented(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join(root(t), "events", "*.json"))
+	files, err := filepath.Glob(filepath.Join(Root(t), "events", "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	deploy := read(t, "docs/deploy.md")
+	deploy := Read(t, "docs/deploy.md")
 	for _, f := range files {
 		ev := filepath.Base(f)
 		if ev != "env.json" && !strings.Contains(deploy, "| `"+ev+"` |") {

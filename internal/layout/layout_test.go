@@ -22,6 +22,13 @@ type graph map[string][]string
 // env added to the go command's environment (GOOS, GOARCH) and tags.
 func listDeps(t *testing.T, env []string, tags string, patterns ...string) graph {
 	t.Helper()
+	return listDepsIn(t, ".", env, tags, patterns...)
+}
+
+// listDepsIn is listDeps in the module at dir, relative to the
+// repository's root (cmd/sqs-once, local).
+func listDepsIn(t *testing.T, dir string, env []string, tags string, patterns ...string) graph {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is not on PATH: %v", err)
@@ -31,7 +38,7 @@ func listDeps(t *testing.T, env []string, tags string, patterns ...string) graph
 		args = append(args, "-tags", tags)
 	}
 	cmd := exec.Command(gobin, append(args, patterns...)...)
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", filepath.FromSlash(dir))
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -103,10 +110,11 @@ func checkNone(t *testing.T, g graph, roots []string, banned func(pkg string) bo
 func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
 // TestShippedBinariesLeaveOutTheLocalMachinery: no package the Lambda
-// functions or the CLI are built from is under internal/local (the demo,
-// the local stack, moto_server and the fault proxy) or is the benchmarks'
-// fake endpoint (internal/instantaws), as built for the host and as the
-// Makefile builds the functions for Lambda.
+// functions or the CLI are built from is under internal/local (the server
+// launchers the product's tests start, the fault proxy, the local event
+// source mapping) or the local module (the demo, the local stack), or is
+// the benchmarks' fake endpoint (internal/instantaws), as built for the
+// host and as the Makefile builds the functions for Lambda.
 func TestShippedBinariesLeaveOutTheLocalMachinery(t *testing.T) {
 	t.Parallel()
 	roots := []string{module + "/cmd/processor", module + "/cmd/dlq-replayer", module + "/cmd/sqs-once"}
@@ -118,13 +126,17 @@ func TestShippedBinariesLeaveOutTheLocalMachinery(t *testing.T) {
 		{nil, ""},
 		{[]string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "lambda.norpc"}, // the Makefile's LAMBDA_BUILD
 	} {
-		g := listDeps(t, build.env, build.tags, "./cmd/processor", "./cmd/dlq-replayer", "./cmd/sqs-once")
+		g := listDeps(t, build.env, build.tags, "./cmd/processor", "./cmd/dlq-replayer")
+		// The CLI is a module of its own (cmd/sqs-once/go.mod).
+		maps.Copy(g, listDepsIn(t, "cmd/sqs-once", build.env, build.tags, "."))
 		for _, r := range roots {
 			if _, ok := g[r]; !ok {
 				t.Fatalf("go list did not list %s", r)
 			}
 		}
-		checkNone(t, g, roots, func(pkg string) bool { return under(pkg, local) || under(pkg, module+"/internal/instantaws") },
+		checkNone(t, g, roots, func(pkg string) bool {
+			return under(pkg, local) || under(pkg, module+"/local") || under(pkg, module+"/internal/instantaws")
+		},
 			"a shipped binary is built with the local machinery "+strings.Join(append(build.env, build.tags), " "))
 	}
 }

@@ -96,13 +96,13 @@ func rendezvousHandler(t *testing.T, api sqsmsg.BatchSender, mainURL string) *Ha
 	return New(c, Deps{SQS: api, Logger: slog.New(slog.DiscardHandler)})
 }
 
-// A large batch is sent sendsInFlight calls at a time: the calls of one
-// invocation meet in groups of sendsInFlight (so that many are in flight at
+// A large batch is sent SendsInFlight calls at a time: the calls of one
+// invocation meet in groups of SendsInFlight (so that many are in flight at
 // once) and never more. Sequential sends never meet: every record fails at
 // the deadline.
 func TestSendsRunConcurrentlyUpToTheLimit(t *testing.T) {
 	t.Parallel()
-	api := newRendezvous(sendsInFlight)
+	api := newRendezvous(SendsInFlight)
 	h := rendezvousHandler(t, api, "https://sqs.us-east-1.amazonaws.com/1/main")
 	// 30 calls to the main queue: three full rounds.
 	recs := records(30*sqsmsg.MaxBatchEntries, "r", nil)
@@ -115,10 +115,10 @@ func TestSendsRunConcurrentlyUpToTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(resp.BatchItemFailures); n != 0 {
-		t.Errorf("%d of %d records failed: the calls never had %d in flight at once (most: %d)", n, len(recs), sendsInFlight, api.most)
+		t.Errorf("%d of %d records failed: the calls never had %d in flight at once (most: %d)", n, len(recs), SendsInFlight, api.most)
 	}
-	if api.most != sendsInFlight {
-		t.Errorf("at most %d calls in flight, want exactly %d", api.most, sendsInFlight)
+	if api.most != SendsInFlight {
+		t.Errorf("at most %d calls in flight, want exactly %d", api.most, SendsInFlight)
 	}
 }
 

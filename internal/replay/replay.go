@@ -151,17 +151,17 @@ type decision struct {
 	rec       events.SQSMessage
 }
 
-// sendsInFlight is how many SendMessageBatch calls one invocation makes at
+// SendsInFlight is how many SendMessageBatch calls one invocation makes at
 // once. A batch of 1000 dead letters is over a hundred calls: one after the
 // other they could outlast the 30 s timeout, ten at a time they take about
 // twelve calls' time. A standard queue takes that from every invocation; a
 // FIFO queue's call quota may throttle many invocations at once, and the
 // SDK then retries. The template bounds ReplayerBatchSize by this figure
-// (see TestTemplateBatchSizeFitsTheTimeout).
-const sendsInFlight = 10
+// (see TestTemplateBatchSizeFitsTheTimeout in local/templatetest).
+const SendsInFlight = 10
 
 // Handle replays or forwards every record, in one SendMessageBatch per 10
-// messages per destination, up to sendsInFlight calls at once, and reports
+// messages per destination, up to SendsInFlight calls at once, and reports
 // the records not accepted as batch item failures so they stay in the DLQ.
 // Per-record problems never make it return an error.
 //
@@ -204,7 +204,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var holdErrs map[string]error
 	var wg sync.WaitGroup
 	wg.Go(func() { holdErrs = h.hold(sendCtx, holds) })
-	failed = sqsmsg.SendBatches(sendCtx, h.api, sendsInFlight,
+	failed = sqsmsg.SendBatches(sendCtx, h.api, SendsInFlight,
 		sqsmsg.Batch{QueueURL: h.cfg.MainQueueURL, Entries: byQueue[h.cfg.MainQueueURL]},
 		sqsmsg.Batch{QueueURL: h.cfg.OperatorQueueURL, Entries: byQueue[h.cfg.OperatorQueueURL]})
 	wg.Wait()
@@ -247,7 +247,7 @@ func (h *Handler) hold(ctx context.Context, holds []decision) map[string]error {
 		defer mu.Unlock()
 		errs[id] = err
 	}
-	slots := make(chan struct{}, sendsInFlight)
+	slots := make(chan struct{}, SendsInFlight)
 	var wg sync.WaitGroup
 	for start := 0; start < len(holds); {
 		end := start + 1

@@ -2,18 +2,12 @@ package version_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/sqs-once/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/version"
 )
 
@@ -43,23 +37,6 @@ func TestOneVersion(t *testing.T) {
 		if !older(entries[i], entries[i-1]) {
 			t.Errorf("CHANGELOG.md: %s comes after %s; entries go from newest to oldest, each once", entries[i], entries[i-1])
 		}
-	}
-}
-
-// TestCLIPrintsTheVersion runs `sqs-once --version` in-process: it prints
-// the release and needs no AWS configuration.
-func TestCLIPrintsTheVersion(t *testing.T) {
-	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	code := ops.Main(t.Context(), []string{"--version"}, ops.IO{
-		Stdout: &stdout, Stderr: &stderr,
-		LoadConfig: func(context.Context, string, string) (aws.Config, error) {
-			t.Error("--version loaded the AWS configuration")
-			return aws.Config{}, errors.New("not for --version")
-		},
-	})
-	if want := "sqs-once version " + version.Version + "\n"; code != ops.ExitOK || stdout.String() != want || stderr.Len() != 0 {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout.String(), stderr.String(), ops.ExitOK, want)
 	}
 }
 

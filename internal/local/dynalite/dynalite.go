@@ -1,20 +1,15 @@
 package dynalite
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
 // Version is the dynalite release the tests run against. The Makefile's
 // DYNALITE_VERSION installs it (a test keeps the two equal).
 const Version = "4.0.0"
 
-// Dir is where dynalite is installed, relative to the module's root:
+// Dir is where dynalite is installed, relative to the repository's root:
 // npm's prefix, so the binary is Dir/node_modules/.bin/dynalite.
 const Dir = ".tools"
 
@@ -39,13 +35,13 @@ const Dir = ".tools"
 const Region = "us-east-1"
 
 // InstallCommand installs the pinned dynalite where Binary looks for it;
-// run it in the module's root. dynalite 4 needs Node.js 20 or later.
+// run it in the repository's root. dynalite 4 needs Node.js 20 or later.
 const InstallCommand = "npm install --prefix " + Dir + " --no-audit --no-fund --save-exact dynalite@" + Version
 
-// Binary returns the path of the pinned dynalite under the module's root,
+// Binary returns the path of the pinned dynalite under the repository's root,
 // or an error that says how to install it.
 func Binary() (string, error) {
-	root, err := moduleRoot()
+	root, err := repoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -70,34 +66,16 @@ func Binary() (string, error) {
 	return bin, nil
 }
 
-// moduleRoot is the nearest directory above the working directory (a test
-// runs in its package's) that holds go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("dynalite: no go.mod above the working directory; run the tests inside the module")
-		}
-		dir = parent
-	}
-}
+// repoRoot is where make setup installs dynalite (under Dir): the
+// repository's root, from a test of any of its modules.
+func repoRoot() (string, error) { return proc.RepoRoot() }
 
 // Server is a running dynalite bound to the loopback interface.
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:<port>.
 	URL string
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	stderr   *tailBuffer
-	stopOnce sync.Once
+	proc *proc.Process
 }
 
 // Start launches dynalite on a free loopback port for t, and stops it when
@@ -115,7 +93,7 @@ func Start(t testing.TB) *Server {
 	// dynalite's bind (dynalite cannot pick a port itself: its --port 0 means
 	// the default, 4567); a few attempts make that race harmless.
 	for range 3 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,67 +116,24 @@ func launch(ctx context.Context, bin string, port int) (*Server, error) {
 	// half a second, a wait every test would pay.
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{
-		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
-		cmd:    cmd,
-		exited: make(chan struct{}),
-		stderr: &tailBuffer{max: 4096},
-	}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
+	stderr := proc.NewTail(4096)
+	cmd.Stderr = stderr
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	// dynalite prints one line once it listens; the line names the port,
 	// so a server of someone else's that answers on it is never taken for
 	// ours.
-	listening := make(chan struct{})
-	go func() {
-		want := fmt.Sprintf(":%d", port)
-		sc := bufio.NewScanner(stdout)
-		announced := false
-		for sc.Scan() {
-			line := sc.Text()
-			if !announced && strings.HasPrefix(line, "Dynalite listening at") && strings.HasSuffix(line, want) {
-				announced = true
-				close(listening)
-			}
-		}
-		// Drain to the end, so that dynalite never blocks on a full pipe,
-		// then reap the process.
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
-	select {
-	case <-listening:
-		return s, nil
-	case <-s.exited:
-		return nil, fmt.Errorf("dynalite on %s exited during start-up (port taken?): %s", s.URL, s.stderr)
-	case <-ctx.Done():
-		s.Stop()
-		return nil, fmt.Errorf("dynalite on %s did not start listening: %w; stderr: %s", s.URL, ctx.Err(), s.stderr)
+	want := fmt.Sprintf(":%d", port)
+	pr, err := proc.Start(ctx, cmd, func(line string) bool {
+		return strings.HasPrefix(line, "Dynalite listening at") && strings.HasSuffix(line, want)
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dynalite on %s: %w; stderr: %s", url, err, stderr)
 	}
+	return &Server{URL: url, proc: pr}, nil
 }
 
 // Stop terminates the process this Server started, and only that one.
-func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		if s.cmd.Process == nil {
-			return
-		}
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-}
+func (s *Server) Stop() { s.proc.Stop(5 * time.Second) }
 
 // Config is an SDK configuration that talks to this server only, with
 // dummy credentials. It is built field by field, not loaded, so that
@@ -256,37 +191,4 @@ func NewIdempotencyTable(t testing.TB, cfg aws.Config) string {
 		case <-tick.C:
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it: dynalite's stderr,
-// for the error of a start that failed.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if extra := b.buf.Len() - b.max; extra > 0 {
-		b.buf.Next(extra)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.TrimSpace(b.buf.String())
 }

@@ -12,7 +12,7 @@ import (
 // .ci/run, which calls it) installs the version Binary accepts, in the
 // directory Binary looks in.
 func TestMakefileInstallsThePinnedVersion(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -61,8 +61,8 @@ func sqsVia(t *testing.T, p *faultproxy.Proxy, attempts int) *sqs.Client {
 	})
 }
 
-func cloudFormationVia(t *testing.T, p *faultproxy.Proxy, attempts int) *cloudformation.Client {
-	return cloudformation.NewFromConfig(mototest.Config(t), func(o *cloudformation.Options) {
+func snsVia(t *testing.T, p *faultproxy.Proxy, attempts int) *sns.Client {
+	return sns.NewFromConfig(mototest.Config(t), func(o *sns.Options) {
 		o.BaseEndpoint, o.Retryer = aws.String(p.URL), retryer(attempts)
 	})
 }
@@ -253,17 +253,17 @@ func TestExhaustedRetriesSurfaceTheServiceError(t *testing.T) {
 			code: "InternalFailure",
 		},
 		{
-			name: "CloudFormation (query protocol) Throttle", fault: faultproxy.Throttle, op: "ListStacks",
+			name: "SNS (query protocol) Throttle", fault: faultproxy.Throttle, op: "ListTopics",
 			call: func(t *testing.T, p *faultproxy.Proxy) error {
-				_, err := cloudFormationVia(t, p, attempts).ListStacks(context.Background(), &cloudformation.ListStacksInput{})
+				_, err := snsVia(t, p, attempts).ListTopics(context.Background(), &sns.ListTopicsInput{})
 				return err
 			},
 			code: "Throttling", throttle: true,
 		},
 		{
-			name: "CloudFormation (query protocol) FailBefore", fault: faultproxy.FailBefore, op: "ListStacks",
+			name: "SNS (query protocol) FailBefore", fault: faultproxy.FailBefore, op: "ListTopics",
 			call: func(t *testing.T, p *faultproxy.Proxy) error {
-				_, err := cloudFormationVia(t, p, attempts).ListStacks(context.Background(), &cloudformation.ListStacksInput{})
+				_, err := snsVia(t, p, attempts).ListTopics(context.Background(), &sns.ListTopicsInput{})
 				return err
 			},
 			code: "InternalFailure",

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,8 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
 // InstallHint is what a user must do when moto_server is not on PATH: the
@@ -35,9 +35,7 @@ var ErrNotInstalled = errors.New(InstallHint)
 type Server struct {
 	URL string
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	stopOnce sync.Once
+	proc *proc.Process
 }
 
 // Find returns the path of moto_server, or ErrNotInstalled. A caller that
@@ -62,7 +60,7 @@ func Start(ctx context.Context) (*Server, error) {
 	// Another process may take the free port between our probe and moto's bind;
 	// a few attempts make that race harmless.
 	for range 3 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -129,18 +127,13 @@ func launch(ctx context.Context, bin string, port int) (*Server, error) {
 	if os.Getenv("MOTO_SERVER_LOG") != "" {
 		cmd.Stderr = os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
+	// moto_server prints nothing reliable when it listens: waitReady asks
+	// its API instead.
+	pr, err := proc.Start(ctx, cmd, nil, nil)
+	if err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}
-	s := &Server{
-		URL:    fmt.Sprintf("http://127.0.0.1:%d", port),
-		cmd:    cmd,
-		exited: make(chan struct{}),
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), proc: pr}
 
 	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -173,7 +166,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 			}
 		}
 		select {
-		case <-s.exited:
+		case <-s.proc.Exited():
 			return fmt.Errorf("moto_server on %s exited during start-up (port taken?)", s.URL)
 		case <-ctx.Done():
 			return fmt.Errorf("moto_server on %s did not answer: %w", s.URL, ctx.Err())
@@ -183,20 +176,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 }
 
 // Stop terminates the process this Server started, and only that one.
-func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		if s.cmd.Process == nil {
-			return
-		}
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-}
+func (s *Server) Stop() { s.proc.Stop(5 * time.Second) }
 
 // Env is the environment that points the AWS SDK (and the AWS CLI) at this
 // server with dummy credentials, and never at AWS or the instance metadata
@@ -234,15 +214,6 @@ func (s *Server) SetProcessEnv() error {
 		}
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ScrubEndpointOverrides removes from this process's environment what would

@@ -35,7 +35,7 @@ func TestStartServesOnLoopbackAndStopEndsTheProcess(t *testing.T) {
 
 	s.Stop()
 	select {
-	case <-s.exited:
+	case <-s.proc.Exited():
 	default:
 		t.Fatal("Stop returned with the process still running")
 	}

@@ -4,24 +4,29 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
-	"github.com/aws/aws-sdk-go-v2/service/iam"
-	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -226,26 +231,8 @@ func NewFunction(t testing.TB, cfg aws.Config) string {
 	t.Helper()
 	ctx := context.Background()
 	name := Name("fn")
-	roles := iam.NewFromConfig(cfg)
-	var roleARN *string
-	role, err := roles.CreateRole(ctx, &iam.CreateRoleInput{
-		RoleName:                 aws.String(name),
-		AssumeRolePolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}`),
-	})
-	var exists *iamtypes.EntityAlreadyExistsException
-	switch {
-	case err == nil:
-		roleARN = role.Role.Arn
-	case errors.As(err, &exists):
-		// The name is unique to this call: the SDK retried an attempt that
-		// moto had applied (seen in loaded full runs before withSafeBody,
-		// whose doc says why), and the role is ours.
-		got, gerr := roles.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
-		if gerr != nil {
-			t.Fatalf("create role %s: %v; then get it: %v", name, err, gerr)
-		}
-		roleARN = got.Role.Arn
-	default:
+	roleARN, err := createRole(ctx, cfg, name)
+	if err != nil {
 		t.Fatalf("create role %s: %v", name, err)
 	}
 	var buf bytes.Buffer
@@ -258,15 +245,16 @@ func NewFunction(t testing.TB, cfg aws.Config) string {
 	}
 	_, err = lambda.NewFromConfig(cfg).CreateFunction(ctx, &lambda.CreateFunctionInput{
 		FunctionName:  aws.String(name),
-		Role:          roleARN,
+		Role:          aws.String(roleARN),
 		Runtime:       lambdatypes.RuntimeProvidedal2023,
 		Handler:       aws.String("bootstrap"),
 		Code:          &lambdatypes.FunctionCode{ZipFile: buf.Bytes()},
 		Architectures: []lambdatypes.Architecture{lambdatypes.ArchitectureArm64},
 	})
 	var conflict *lambdatypes.ResourceConflictException
-	// As for the role: a conflict on this call's unique name is its own
-	// retried attempt, which moto applied.
+	// A conflict on this call's unique name is its own retried attempt,
+	// which moto applied (seen in loaded full runs before withSafeBody,
+	// whose doc says why).
 	if err != nil && !errors.As(err, &conflict) {
 		t.Fatalf("create function %s: %v", name, err)
 	}
@@ -332,4 +320,55 @@ func NewBusToQueue(t testing.TB, cfg aws.Config, source string) (bus, queueURL s
 		t.Fatalf("target rule %s at a queue: %v", rule, err)
 	}
 	return bus, queueURL
+}
+
+// lambdaTrust is the trust policy of the roles NewFunction creates.
+const lambdaTrust = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+
+// createRole creates an IAM role Lambda may assume on moto_server and
+// returns its ARN. A signed query request, not the IAM client: the IAM SDK
+// module would be a requirement of the product module for this one call
+// of its tests (moto_server takes the service from the signature's scope
+// and accepts any credentials). One attempt, so no retried attempt can
+// find the role already made.
+func createRole(ctx context.Context, cfg aws.Config, name string) (string, error) {
+	form := url.Values{
+		"Action":                   {"CreateRole"},
+		"Version":                  {"2010-05-08"},
+		"RoleName":                 {name},
+		"AssumeRolePolicyDocument": {lambdaTrust},
+	}
+	body := form.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL+"/", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	creds, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "iam", "us-east-1", time.Now()); err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("CreateRole: %s: %s", resp.Status, raw)
+	}
+	var out struct {
+		ARN string `xml:"CreateRoleResult>Role>Arn"`
+	}
+	if err := xml.Unmarshal(raw, &out); err != nil || out.ARN == "" {
+		return "", fmt.Errorf("CreateRole: no role ARN in %s (%v)", raw, err)
+	}
+	return out.ARN, nil
 }

@@ -15,9 +15,10 @@ import (
 	"testing"
 )
 
-// local is the machinery that starts servers (moto_server, the fault proxy,
-// the Lambda runtime, the deployed stack, the event source mappings, the
-// demo): a test that imports any of it belongs to the integration tier.
+// local is the machinery that starts servers (moto_server, dynalite,
+// redis-server, the fault proxy, the Lambda runtime, the event source
+// mappings; the deployed stack and the demo are the local module's): a
+// test that imports any of it belongs to the integration tier.
 const local = "internal/local/"
 
 // TestHermeticTierStartsNoServer keeps plain `go test ./...` runnable with

@@ -6,7 +6,7 @@
 // command the server applied, as a connection dropped at that moment does.
 //
 // The server is Debian's redis-server package (Redis 7), which `make test`
-// installs (internal/setup) when it is missing. StartBinary starts
+// installs (local/setup) when it is missing. StartBinary starts
 // valkey-server the same way, but no test does: Debian 12 does not package
 // it, so the store is tested on Redis 7 only. A test that needs a server and
 // does not find it fails with the install command: it is never skipped.

@@ -1,18 +1,16 @@
 package redisserver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
 // InstallCommand installs redis-server on Debian and Ubuntu.
@@ -38,12 +36,11 @@ type Server struct {
 	// Bin is the server's executable.
 	Bin string
 
-	t      testing.TB
-	port   int
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *tailBuffer
+	t    testing.TB
+	port int
+	mu   sync.Mutex
+	proc *proc.Process
+	log  *proc.Tail
 }
 
 // Start launches redis-server for t and stops it when t ends. A missing
@@ -65,7 +62,7 @@ func StartBinary(t testing.TB, name string) *Server {
 	// server's bind (redis-server's --port 0 means no TCP at all); a few
 	// attempts make that race harmless.
 	for range 3 {
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,43 +85,16 @@ func (s *Server) launch() error {
 	cmd := exec.Command(s.Bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.t.TempDir(), "--logfile", "",
 		"--protected-mode", "yes", "--daemonize", "no")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	log := &tailBuffer{max: 4096}
+	log := proc.NewTail(4096)
 	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.Bin, err)
-	}
-	exited := make(chan struct{})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		announced := false
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = log.Write([]byte(line + "\n"))
-			if !announced && strings.Contains(line, "Ready to accept connections") {
-				announced = true
-				close(ready)
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		return fmt.Errorf("%s on %s exited during start-up (port taken?): %s", s.Bin, s.Addr, log)
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("%s on %s did not start within 30s: %s", s.Bin, s.Addr, log)
+	pr, err := proc.Start(ctx, cmd, func(line string) bool {
+		return strings.Contains(line, "Ready to accept connections")
+	}, log)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w: %s", s.Bin, s.Addr, err, log)
 	}
 	s.mu.Lock()
-	s.cmd, s.exited, s.log = cmd, exited, log
+	s.proc, s.log = pr, log
 	s.mu.Unlock()
 	return nil
 }
@@ -133,14 +103,12 @@ func (s *Server) launch() error {
 // stopped server stays stopped; Stop again does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	pr := s.proc
+	s.proc = nil
 	s.mu.Unlock()
-	if cmd == nil {
-		return
+	if pr != nil {
+		pr.Stop(0)
 	}
-	_ = cmd.Process.Kill()
-	<-exited
 }
 
 // Restart kills the server and starts it again on the same port, empty:
@@ -165,39 +133,4 @@ func (s *Server) Log() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.log.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if extra := b.buf.Len() - b.max; extra > 0 {
-		b.buf.Next(extra)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	if b == nil {
-		return ""
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.TrimSpace(b.buf.String())
 }

@@ -1,0 +1,26 @@
+//go:build integration
+
+package ops_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+)
+
+func TestMissingResourcesAreNotFound(t *testing.T) {
+	t.Parallel()
+	base := mototest.URL(t) + "/123456789012/"
+	for _, args := range [][]string{
+		{"peek", "--operator-queue", base + "no-such-queue", "operator"},
+		{"status", "--main-queue", base + "no-such-queue"},
+		{"inspect", "--table", "no-such-table", "--key-prefix", "p", "k"},
+		{"status", "--stack", "no-such-stack"},
+	} {
+		if r := run(t, runOpts{}, args...); r.code != ops.ExitNotFound {
+			t.Errorf("sqs-once %s: exit %d, want %d", strings.Join(args, " "), r.code, ops.ExitNotFound)
+		}
+	}
+}

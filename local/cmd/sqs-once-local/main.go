@@ -1,0 +1,23 @@
+// Command sqs-once-local runs the whole sqs-once pipeline on a local
+// moto_server, or a workload against a deployed stack, and checks that every
+// order's side effect happened exactly once and nothing was lost (with
+// -target sqs: that every order was forwarded to a second queue exactly
+// once, intact). It is what `make demo` runs; see local/demo and
+// `sqs-once-local -help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sqs-once/sqs-once/local/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := demo.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

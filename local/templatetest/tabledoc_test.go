@@ -1,0 +1,198 @@
+//go:build integration
+
+package templatetest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/local/samstack"
+	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+)
+
+// The test of docs/table.md's template lives here, not beside the store:
+// deploying it needs samstack (CloudFormation, S3) and reading its policy
+// needs IAM, which the product module does not require.
+
+// tableDoc is the page whose template the test deploys, so that what a
+// reader copies is what was tested.
+var tableDoc = filepath.Join("..", "..", "docs", "table.md")
+
+// tableDocBlock returns the one fenced code block of docs/table.md whose
+// info string is lang and whose text holds marker.
+func tableDocBlock(t testing.TB, lang, marker string) string {
+	t.Helper()
+	f, err := os.Open(tableDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var found, block []string
+	in, blockLang := false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && strings.HasPrefix(line, "```"):
+			in, blockLang, block = true, strings.TrimSpace(strings.TrimPrefix(line, "```")), nil
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
+				found = append(found, text)
+			}
+		case in:
+			block = append(block, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if in {
+		t.Fatalf("%s: a code block is not closed", tableDoc)
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s has %d ```%s blocks holding %q, want 1", tableDoc, len(found), lang, marker)
+	}
+	return found[0]
+}
+
+// checkTable runs Processor.Check on table through the DynamoDB store (a
+// *dynamodb.Client from cfg), as a deploy step would.
+func checkTable(t *testing.T, cfg aws.Config, table string) error {
+	t.Helper()
+	st := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
+	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "check", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Check(context.Background())
+}
+
+// TestCheckDocsTableTemplate lints docs/table.md's template with cfn-lint,
+// deploys it to moto_server, checks the table it made, and reads back the
+// policy it made: the processor's calls, each on its own resource.
+func TestCheckDocsTableTemplate(t *testing.T) {
+	t.Parallel()
+	lint, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Fatal("cfn-lint is not on PATH; install it: pip install cfn-lint")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "table.yaml")
+	if err := os.WriteFile(file, []byte(tableDocBlock(t, "yaml", "AWS::DynamoDB::Table")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lint, "--format", "parseable", "--", file)
+	cmd.Dir = dir // not the repository: a ./cfnlint there would shadow the package
+	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Fatalf("cfn-lint on the template of %s: %v\n%s", tableDoc, err, out)
+	}
+
+	cfg := mototest.Config(t)
+	consumed := "arn:aws:sqs:" + cfg.Region + ":123456789012:orders"
+	operator := "arn:aws:sqs:" + cfg.Region + ":123456789012:orders-operator"
+	st, err := samstack.Deploy(ctx, cfg, mototest.Name("tabledoc"), file, map[string]string{"ConsumedQueueArn": consumed, "OperatorQueueArn": operator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Adaptations {
+		t.Logf("moto_server: %s", a)
+	}
+	table, err := st.Output("IdempotencyTableName")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkTable(t, cfg, table); err != nil {
+		t.Errorf("Check on the template's table: %v", err)
+	}
+
+	described, err := dynamodb.NewFromConfig(cfg).DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyARN, err := st.Output("ProcessorPolicyArn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := policyStatements(t, cfg, policyARN)
+	want := map[string]string{
+		"IdempotencyLock": fmt.Sprint([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, " on ", []string{aws.ToString(described.Table.TableArn)}),
+		"ConsumedQueue":   fmt.Sprint([]string{"sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}, " on ", []string{consumed}),
+		"OperatorQueue":   fmt.Sprint([]string{"sqs:SendMessage"}, " on ", []string{operator}),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the template's policy allows\n%v\nwant\n%v", got, want)
+	}
+}
+
+// policyStatements reads the default version of the managed policy at arn
+// and returns each Allow statement as "<actions> on <resources>" by Sid.
+func policyStatements(t *testing.T, cfg aws.Config, arn string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	client := iam.NewFromConfig(cfg)
+	pol, err := client.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := client.GetPolicyVersion(ctx, &iam.GetPolicyVersionInput{PolicyArn: aws.String(arn), VersionId: pol.Policy.DefaultVersionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// IAM returns the document URL-encoded.
+	raw, err := url.PathUnescape(aws.ToString(ver.PolicyVersion.Document))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Statement []struct {
+			Sid      string
+			Effect   string
+			Action   oneOrMany
+			Resource oneOrMany
+		}
+	}
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatalf("policy document %s: %v", raw, err)
+	}
+	out := map[string]string{}
+	for _, s := range doc.Statement {
+		if s.Effect != "Allow" {
+			t.Errorf("statement %s: effect %s", s.Sid, s.Effect)
+		}
+		slices.Sort(s.Action)
+		out[s.Sid] = fmt.Sprint([]string(s.Action), " on ", []string(s.Resource))
+	}
+	return out
+}
+
+// oneOrMany is a policy element that is a string or a list of them.
+type oneOrMany []string
+
+func (o *oneOrMany) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*o = []string{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(o))
+}

@@ -1,0 +1,569 @@
+/*
+ * dedupe.pml: a Promela model of the idempotency lock protocol of
+ * package sqsonce (lock.go, over the store; one key K, one DynamoDB
+ * record), checked by spin.
+ * README.md in this folder says what it models, what it checks and what it
+ * leaves out; run.sh runs it (make model, make model-mutants).
+ *
+ * Time is an abstract global clock 0..MAXT. Every DynamoDB request is one
+ * atomic step that evaluates its condition and applies its update, or fails;
+ * its answer may be lost, and the client then re-sends the same request (same
+ * owner token, same parameters, evaluated later), as the SDK's retries do.
+ *
+ * Properties are assert()s whose first operand names them: a hidden variable
+ * that is always 0, so pan prints the property's name with the failed
+ * expression. printf lines (MSC: ...) tell a counterexample's story when spin
+ * replays a trail (spin -t); pan itself prints nothing of them.
+ * (d), no deadlock, is pan's own check of invalid end states, with init's
+ * final check that no message is left received by a consumer that is gone.
+ *
+ * Fences: Acquire writes fence = if_not_exists(fence, <now in ms>) + 1. The
+ * clock seed is abstracted as the highest fence ever issued for the key
+ * (fmax): a record created afresh (never there, or deleted by TTL long after
+ * its last lock) starts above every earlier fence, which the clock provides as
+ * long as the hosts' clocks agree within the record's lifetime. README.md,
+ * "Fences", says why that abstraction is sound.
+ */
+
+/* ---- bounds (override with spin -DNAME=value) ---- */
+#ifndef MAXT
+#define MAXT      3   /* the clock runs from 0 to MAXT */
+#endif
+#ifndef LOCK
+#define LOCK      1   /* lock length: lockExpiresAt = now + LOCK */
+#endif
+#ifndef WINDOW
+#define WINDOW    1   /* dedupe window: expiresAt = now + WINDOW */
+#endif
+#ifndef MAXDO
+#define MAXDO     3   /* Guard.Do calls in all (each takes a fresh owner token) */
+#endif
+#ifndef MAXFAULT
+#define MAXFAULT  1   /* lost answers, give-ups and crashes together */
+#endif
+#ifndef MAXLOST
+#define MAXLOST   MAXFAULT  /* answers lost (the request was or was not applied), then re-sent */
+#endif
+#ifndef MAXGIVEUP
+#define MAXGIVEUP MAXFAULT  /* requests the client gave up on (a store error) */
+#endif
+#ifndef MAXCRASH
+#define MAXCRASH  MAXFAULT  /* consumer crashes */
+#endif
+#define FAULT_OK (nlost + ngive + ncrash < MAXFAULT)
+
+#define NMSG  2       /* messages carrying K: an original and a duplicate send */
+#define NCONS 2       /* consumers (Lambda invocations running concurrently) */
+
+/* record status */
+#define ABSENT 0
+#define PROC   1      /* PROCESSING */
+#define DONE   2      /* COMPLETED */
+#define REL    3      /* RELEASED: the lock ended, the record (and its fence) kept */
+
+/* message state in SQS */
+#define VIS 0         /* visible (or invisible until its timeout: same thing here) */
+#define INF 1         /* received by a consumer */
+#define DEL 2         /* deleted */
+
+/* answer of a conditional request */
+#define R_NONE 0
+#define R_OK   1
+#define R_CCF  2      /* ConditionalCheckFailed, with the item (ALL_OLD) */
+
+/* business outcome: the variable defaults to FAILURE; only an explicit
+ * success sets SUCCESS */
+#define FAILURE   0
+#define SUCCESS   1
+#define PERMANENT 2
+#ifdef MUTANT_ZERO_OUTCOME_SUCCESS
+#define DEFAULT_OUTCOME SUCCESS   /* bug: an odd exit counts as success */
+#else
+#define DEFAULT_OUTCOME FAILURE
+#endif
+
+/* downstream write: fs (the business function's view) */
+#define FS_NONE     0
+#define FS_INFLIGHT 1
+#define FS_ACCEPTED 2
+#define FS_REFUSED  3
+
+/* ---- the protocol's conditions and updates, and the seeded bugs ---- */
+#ifdef MUTANT_NO_FENCE_INCREMENT
+#define FENCE_INCREMENT skip
+#else
+#define FENCE_INCREMENT fence = fence + 1      /* ADD fence 1 */
+#endif
+
+/* The fence of a record created afresh: if_not_exists(fence, <now in ms>).
+ * The clock in ms, read by an acquirer after the deleted record's lifetime
+ * (an hour past its last lock, or its dedupe window), is above every fence
+ * issued before: fmax, the highest fence issued for the key so far.
+ * MUTANT_FENCE_RESET_ON_DELETE: the old ADD fence 1 on a missing attribute,
+ * which starts again from 1 after a delete.
+ * MUTANT_RELEASE_DELETES: Release deletes the record (the old DeleteItem).
+ * The record can then be created again at once: its life may be shorter than
+ * the hosts' clocks disagree, and the clock seed is worth nothing. The model
+ * takes the worst seed after a release's delete, 0 (the old restart at 1);
+ * after TTL's, fmax as in the protocol. */
+#ifdef MUTANT_FENCE_RESET_ON_DELETE
+#define SEED 0
+#else
+#ifdef MUTANT_RELEASE_DELETES
+#define SEED (relDeleted -> 0 : fmax)
+#else
+#define SEED fmax
+#endif
+#endif
+
+#ifdef MUTANT_UNCONDITIONAL_COMPLETE
+#define COMPLETE_COND true
+#else
+#ifdef COMPLETE_REQUIRES_PROCESSING
+#define COMPLETE_COND (owner == tok && st == PROC)
+#else
+#define COMPLETE_COND (owner == tok)
+#endif
+#endif
+
+#ifdef MUTANT_UNCONDITIONAL_RELEASE
+#define RELEASE_COND (st != ABSENT)   /* releases whatever record is there (an update
+                                         without a condition on no record would create
+                                         one RELEASED, without a fence: as absent here) */
+#else
+/* The store's release (sqsonce/dynamodb.go) also requires PROCESSING, so an
+ * operator's release racing a completion cannot undo it; a repeat that finds
+ * the record RELEASED by the same owner is a success, like a refusal here. */
+#define RELEASE_COND (owner == tok && st == PROC)
+#endif
+
+#ifdef MUTANT_UNCONDITIONAL_RENEW
+#define RENEW_COND true
+#else
+#define RENEW_COND (owner == tok && st == PROC)
+#endif
+
+#ifdef MUTANT_NO_OWN_CHECK
+#define OWN_LOCK false                  /* bug: our own applied attempt reads as "in progress" */
+#else
+#define OWN_LOCK (oSt == PROC && oOwner == tok)
+#endif
+
+/* ---- property names (always 0: they only label the assertions) ---- */
+hidden byte a_live_lock_exclusive;
+hidden byte b_no_loss;
+hidden byte b_completed_only_after_success;
+hidden byte c_write_only_by_owner;
+hidden byte c_stale_write_refused;
+hidden byte c_current_write_accepted;
+hidden byte d_no_message_left_received;
+
+/* ---- global state ---- */
+byte now;                 /* the clock */
+
+/* the DynamoDB record of K */
+byte st;                  /* ABSENT, PROC, DONE, REL */
+byte owner;               /* owner token, 0 = none (kept by a release) */
+byte fence;               /* 0 while absent: the attribute is gone with the item */
+byte lockExp;             /* lockExpiresAt */
+byte expAt;               /* expiresAt of a COMPLETED record: end of the dedupe window
+                             (a lock's, an hour past lockExpiresAt, is abstracted: see TTL) */
+byte recSeq;              /* ghost: which acquisition (1, 2, ...) wrote the lock */
+byte fmax;                /* the clock seed: the highest fence issued for K so far */
+bit  held[NCONS];         /* ghost: consumer c is inside a Do whose acquisition was
+                             applied to this record since it was last created */
+#ifdef MUTANT_RELEASE_DELETES
+bit  relDeleted;          /* the record was last deleted by a release */
+#endif
+
+/* SQS */
+byte msg[NMSG];           /* VIS, INF, DEL */
+bit  fwd[NMSG];           /* accepted by the operator queue */
+
+/* downstream store with fencing, and one write in flight per consumer */
+byte dsMax;               /* highest fence accepted */
+byte dsSeq;               /* ghost: acquisition of the last accepted write */
+bit  pend[NCONS];
+byte pendF[NCONS];
+byte pendS[NCONS];        /* ghost: acquisition of the write in flight */
+byte pendR[NCONS];        /* 0 none, 1 accepted, 2 refused */
+
+bit  workDone;            /* ghost: some business run returned success */
+bit  drop;                /* IN_PROGRESS policy: 0 retry, 1 drop */
+byte ntok;                /* owner tokens handed out = Do calls */
+byte nseq;                /* ghost: acquisitions applied */
+byte nlost, ngive, ncrash;
+byte nfinished;
+
+/* Every step of a consumer that reads or writes shared state is one atomic
+ * block; what happens in between is local. An answer that is lost leaves the
+ * block with again = 1, so anything can happen (the clock too) before the
+ * same request is sent again. */
+
+/* The message is deleted: (b) no loss. */
+#define DELETE_MSG \
+	assert(b_no_loss || workDone || fwd[mi]); msg[mi] = DEL; printf("MSC: m%d deleted\n", mi)
+
+#define RECEIVED \
+	printf("MSC: c%d receives m%d at t=%d: Do with owner token o%d\n", me, mi, now, tok)
+
+#define RESET_LOCALS \
+	mi = 0; tok = 0; reqNow = 0; myFence = 0; mySeq = 0; myExp = 0; \
+	r = R_NONE; oSt = 0; oOwner = 0; oFence = 0; oLockExp = 0; oSeq = 0; \
+	res = FAILURE; fs = FS_NONE; lost = 0; again = 0; held[me] = 0
+
+/* The message is left for redelivery (it reappears after its visibility
+ * timeout), and the consumer takes the next one. */
+#define REDELIVER \
+	msg[mi] = VIS; printf("MSC: m%d visible again\n", mi); RESET_LOCALS; goto next
+
+/* The consumer dies: its lock stays until it expires, its message reappears,
+ * its write in flight (if any) may still arrive. Its Do has ended (held[me]
+ * is cleared by RESET_LOCALS). */
+#define CRASH \
+	ncrash++; printf("MSC: c%d crashes at t=%d\n", me, now); REDELIVER
+
+proctype Consumer(byte me)
+{
+	byte mi;                        /* the message being handled */
+	byte tok;                       /* owner token of this Do */
+	byte reqNow;                    /* "now" of the request being sent */
+	byte myFence, mySeq, myExp;     /* the lease (mySeq: ghost) */
+	byte r, oSt, oOwner, oFence, oLockExp, oSeq;  /* answer, and ALL_OLD */
+	byte res;                       /* the business function's outcome */
+	byte fs;                        /* its downstream write */
+	bit  lost;                      /* a renewal found the lock lost */
+	bit  again;                     /* the last answer was lost: re-send */
+
+next:
+	if
+	:: atomic { (msg[0] == DEL && msg[1] == DEL) || ntok >= MAXDO ->
+		nfinished++; goto stop }
+	:: atomic { ntok < MAXDO && msg[0] == VIS ->
+		msg[0] = INF; mi = 0; ntok++; tok = ntok; reqNow = now; RECEIVED }
+	:: atomic { ntok < MAXDO && msg[1] == VIS ->
+		msg[1] = INF; mi = 1; ntok++; tok = ntok; reqNow = now; RECEIVED }
+	fi;
+
+	/* ---- Acquire: one conditional UpdateItem, parameters fixed at reqNow:
+	 * absent, RELEASED, an expired lock or an ended window; fence =
+	 * if_not_exists(fence, seed) + 1 ---- */
+	do
+	:: atomic {
+		again = 0;
+		if
+		:: st == ABSENT || st == REL || (st == PROC && lockExp < reqNow) || (st == DONE && expAt < reqNow) ->
+			if
+			:: st == ABSENT -> fence = SEED;  /* if_not_exists: the clock seed */
+				printf("MSC: the record is created: fence seeded at %d\n", fence)
+			:: else
+			fi;
+			oFence = fence;               /* the fence before the update (ALL_OLD's, or the seed) */
+			FENCE_INCREMENT;
+			if
+			:: oFence + 1 > fmax -> fmax = oFence + 1
+			:: else
+			fi;
+			st = PROC; owner = tok; lockExp = reqNow + LOCK; expAt = 0;
+			nseq++; recSeq = nseq; oSeq = nseq; held[me] = 1;
+			r = R_OK
+		:: else ->
+			oSt = st; oOwner = owner; oFence = fence; oLockExp = lockExp; oSeq = recSeq;
+			r = R_CCF
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;      /* answer lost: re-sent */
+			printf("MSC: c%d acquire (o%d) at t=%d answered %d (1 applied, 2 refused) but the answer is lost: re-sent\n", me, tok, now, r)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;               /* answer lost, SDK gave up: NotAcquired */
+			printf("MSC: c%d acquire (o%d) answered %d (1 applied, 2 refused), answer lost, gave up: not acquired\n", me, tok, r);
+			REDELIVER
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d acquire (o%d) answered %d (1 applied, 2 refused), then\n", me, tok, r);
+			CRASH
+		:: true ->
+			if
+			:: r == R_OK ->                        /* acquired: fence = old + 1 */
+				myFence = oFence + 1; mySeq = oSeq; myExp = reqNow + LOCK;
+				printf("MSC: c%d acquires (o%d) at t=%d: fence %d, lock until %d\n", me, tok, now, myFence, myExp)
+			:: r == R_CCF && OWN_LOCK ->           /* our own earlier attempt: acquired */
+				myFence = oFence; mySeq = oSeq; myExp = oLockExp;
+				printf("MSC: c%d acquire refused by its own lock o%d: acquired, fence %d, lock until %d\n", me, tok, myFence, myExp)
+			:: r == R_CCF && oSt == DONE ->        /* Duplicate: deleted */
+				printf("MSC: c%d duplicate (COMPLETED by o%d): deletes m%d\n", me, oOwner, mi);
+				DELETE_MSG; RESET_LOCALS; goto next
+			:: r == R_CCF && oSt == PROC && !(OWN_LOCK) ->   /* InProgress */
+				if
+				:: drop ->
+					/* (b) with IN_PROGRESS=drop: the documented loss is that the
+					 * other holder fails later; dropping on account of our own
+					 * lock is a loss */
+					printf("MSC: c%d in progress (o%d holds it): drops m%d\n", me, oOwner, mi);
+					assert(b_no_loss || oOwner != tok);
+					msg[mi] = DEL; RESET_LOCALS; goto next
+				:: else ->
+					printf("MSC: c%d in progress (o%d holds it): m%d redelivered later\n", me, oOwner, mi);
+					REDELIVER
+				fi
+			fi;
+			r = R_NONE; oSt = 0; oOwner = 0; oFence = 0; oLockExp = 0; oSeq = 0; reqNow = 0;
+			res = DEFAULT_OUTCOME;
+			break
+		fi }
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;            /* failed unapplied, SDK gave up */
+		printf("MSC: c%d acquire failed (store error): m%d redelivered later\n", me, mi);
+		REDELIVER }
+	od;
+
+	/* ---- the business function, and its renewals running beside it ---- */
+	do
+	:: atomic { fs == FS_NONE && !lost && now <= myExp && !pend[me] ->
+		/* (a): it runs its side effect only while no other holder's lock is live */
+		assert(a_live_lock_exclusive || !(st == PROC && now <= lockExp && owner != tok));
+		pend[me] = 1; pendF[me] = myFence; pendS[me] = mySeq; pendR[me] = 0;
+		fs = FS_INFLIGHT;
+		printf("MSC: c%d side effect: sends its write with fence %d at t=%d\n", me, myFence, now) }
+	:: atomic { fs == FS_NONE || (fs == FS_INFLIGHT && pendR[me] != 0) ->   /* it ends */
+		if
+		:: fs == FS_INFLIGHT -> fs = pendR[me] + 1; pendR[me] = 0
+		:: else
+		fi;
+		if
+		:: fs == FS_ACCEPTED -> res = SUCCESS; workDone = 1;
+			printf("MSC: c%d business function returns nil\n", me)
+		:: res = FAILURE;
+			printf("MSC: c%d business function returns an error\n", me)
+		:: res = PERMANENT;
+			printf("MSC: c%d business function returns Permanent(err)\n", me)
+		:: printf("MSC: c%d business function exits without returning: outcome %d (0 failure, 1 success)\n", me, res)
+		fi;
+		fs = FS_NONE; lost = 0; again = 0; reqNow = 0;     /* the renewal stops */
+		break }
+	/* Renew: UpdateItem if owner == o and PROCESSING, lockExpiresAt = now + LOCK
+	 * (only when that extends the lock: otherwise it changes nothing) */
+	:: atomic { !lost && (again || now + LOCK > myExp) ->
+		if
+		:: !again -> reqNow = now
+		:: else
+		fi;
+		again = 0;
+		if
+		:: RENEW_COND ->
+			assert(c_write_only_by_owner || recSeq == mySeq);
+			lockExp = reqNow + LOCK; r = R_OK
+		:: else -> r = R_CCF
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;      /* answer lost: re-sent */
+			printf("MSC: c%d renew (o%d) answered %d (1 applied, 2 refused) but the answer is lost: re-sent\n", me, tok, r)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;               /* store error: next tick */
+			printf("MSC: c%d renew (o%d) answered %d (1 applied, 2 refused), answer lost: tried again later\n", me, tok, r)
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d renew (o%d) answered %d (1 applied, 2 refused), then\n", me, tok, r);
+			CRASH
+		:: true ->
+			if
+			:: r == R_OK -> myExp = reqNow + LOCK;
+				printf("MSC: c%d renews o%d until %d\n", me, tok, myExp)
+			:: else -> lost = 1;                   /* lock lost: fn's context cancelled */
+				printf("MSC: c%d renewal refused: lock o%d lost, business function cancelled\n", me, tok)
+			fi
+		fi;
+		r = R_NONE;
+		if
+		:: !again -> reqNow = 0
+		:: else
+		fi }
+	:: atomic { ncrash < MAXCRASH && FAULT_OK -> CRASH }
+	od;
+
+	if
+	:: res == SUCCESS -> goto complete
+	:: else -> goto release
+	fi;
+
+	/* ---- Complete: UpdateItem if owner == o; every answer deletes ---- */
+complete:
+	do
+	:: atomic {
+		if
+		:: !again -> reqNow = now
+		:: else
+		fi;
+		again = 0;
+		if
+		:: COMPLETE_COND ->
+			assert(c_write_only_by_owner || recSeq == mySeq);
+			assert(b_completed_only_after_success || workDone);
+#ifdef MUTANT_UNCONDITIONAL_COMPLETE
+			/* on no record, the update creates one without a fence attribute:
+			 * the next acquisition's if_not_exists seeds it from the clock */
+			if
+			:: st == ABSENT -> fence = SEED
+			:: else
+			fi;
+#endif
+			st = DONE; expAt = reqNow + WINDOW; lockExp = 0; r = R_OK
+		:: else -> oSt = st; oOwner = owner; r = R_CCF
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;          /* answer lost: re-sent */
+			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused) but the answer is lost: re-sent\n", me, tok, r)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;                   /* gave up: processed-unrecorded */
+			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused), answer lost, gave up: processed-unrecorded, deletes m%d\n", me, tok, r, mi);
+			DELETE_MSG; RESET_LOCALS; goto next
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused), then\n", me, tok, r);
+			CRASH
+		:: true ->
+			/* R_OK: processed; R_CCF with owner == o and COMPLETED: our own
+			 * earlier attempt, processed; any other R_CCF: lock lost,
+			 * processed-unrecorded. All three delete the message. */
+			printf("MSC: c%d complete (o%d) at t=%d answered %d (1 applied, 2 refused; record owner o%d), deletes m%d\n", me, tok, now, r, owner, mi);
+			DELETE_MSG; RESET_LOCALS; goto next
+		fi }
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;                /* failed unapplied, gave up */
+		printf("MSC: c%d complete failed (store error): processed-unrecorded, deletes m%d\n", me, mi);
+		DELETE_MSG; RESET_LOCALS; goto next }
+	od;
+
+	/* ---- Release: UpdateItem if owner == o and PROCESSING: RELEASED, lockExpiresAt = 0, the
+	 * record and its fence kept (its TTL an hour away); the message is not
+	 * deleted. A retry whose first attempt was applied passes again. ---- */
+release:
+	do
+	:: atomic {
+		again = 0;
+		if
+		:: RELEASE_COND ->
+			assert(c_write_only_by_owner || recSeq == mySeq);
+#ifdef MUTANT_RELEASE_DELETES
+			st = ABSENT; owner = 0; lockExp = 0; expAt = 0; recSeq = 0; fence = 0;
+			relDeleted = 1;
+			printf("MSC: c%d releases o%d at t=%d: record deleted\n", me, tok, now)
+#else
+			st = REL; lockExp = 0; expAt = 0;
+			printf("MSC: c%d releases o%d at t=%d: RELEASED, fence %d kept\n", me, tok, now, fence)
+#endif
+		:: else ->        /* absent: success; another owner: lock lost */
+			printf("MSC: c%d release (o%d) refused: record owner o%d\n", me, tok, owner)
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;  /* answer lost: re-sent */
+			printf("MSC: c%d release (o%d): the answer is lost: re-sent\n", me, tok)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;           /* gave up: the lock expires on its own */
+			printf("MSC: c%d release (o%d): the answer is lost, gave up\n", me, tok);
+			break
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d after its release (o%d)\n", me, tok);
+			CRASH
+		:: true -> break
+		fi }
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;           /* failed unapplied, gave up */
+		printf("MSC: c%d release (o%d) failed (store error): the lock expires on its own\n", me, tok);
+		break }
+	od;
+
+	/* ---- a permanent failure goes to the operator queue, then is deleted ---- */
+#ifdef MUTANT_DELETE_BEFORE_FORWARD
+	atomic {
+		if
+		:: res == PERMANENT -> DELETE_MSG
+		:: else -> REDELIVER
+		fi }
+	atomic {
+		if
+		:: ncrash < MAXCRASH && FAULT_OK -> CRASH
+		:: true -> fwd[mi] = 1; RESET_LOCALS; goto next
+		fi }
+#else
+	atomic {
+		if
+		:: res == PERMANENT ->
+			if
+			:: fwd[mi] = 1;                /* the operator queue accepted it */
+				printf("MSC: c%d forwards m%d to the operator queue\n", me, mi)
+			:: REDELIVER                   /* it did not: retried */
+			fi
+		:: else -> REDELIVER
+		fi }
+	atomic {
+		if
+		:: ncrash < MAXCRASH && FAULT_OK -> CRASH      /* forwarded, not deleted: sent twice */
+		:: true -> DELETE_MSG; RESET_LOCALS; goto next
+		fi }
+#endif
+
+stop:
+	skip
+}
+
+/* The clock. */
+active proctype Clock()
+{
+end:	do
+	:: atomic { now < MAXT -> now++; printf("MSC: t=%d\n", now) }
+	od
+}
+
+/* DynamoDB TTL: deletes a record, at any time after its TTL; the fence goes
+ * with the item. A lock record (PROCESSING, RELEASED) has a TTL an hour past
+ * its lock's expiry, which outlasts every Do call (a Lambda invocation, at
+ * most 15 minutes) that held a lock on the record. The model keeps that order,
+ * not the hour: TTL deletes an expired or released lock only once no consumer
+ * is inside a Do whose acquisition was applied to the record. A COMPLETED
+ * record's TTL is the end of its dedupe window, which may be short: TTL
+ * deletes it at any time after that. */
+active proctype TTL()
+{
+end:	do
+	:: atomic { (((st == PROC && lockExp < now) || st == REL) && !held[0] && !held[1]) ||
+	            (st == DONE && expAt < now) ->
+		held[0] = 0; held[1] = 0;     /* a holder still in its Do holds nothing now */
+		if
+		:: st == PROC -> printf("MSC: TTL deletes the expired lock (owner o%d, fence %d)\n", owner, fence)
+		:: st == REL  -> printf("MSC: TTL deletes the released lock (owner o%d, fence %d)\n", owner, fence)
+		:: st == DONE -> printf("MSC: TTL deletes the completion (owner o%d, fence %d)\n", owner, fence)
+		fi;
+		st = ABSENT; owner = 0; lockExp = 0; expAt = 0; recSeq = 0; fence = 0;
+#ifdef MUTANT_RELEASE_DELETES
+		relDeleted = 0;
+#endif
+		skip }
+	od
+}
+
+/* The downstream store: delivers each write in flight, at any time (even
+ * after its writer's lock expired, or its writer crashed), and accepts it
+ * only if its fence is at least the highest it has accepted. */
+#define DELIVER(c) \
+	atomic { pend[c] -> \
+		if \
+		:: pendF[c] >= dsMax -> \
+			assert(c_stale_write_refused || pendS[c] >= dsSeq); \
+			printf("MSC: downstream accepts c%d's write, fence %d (highest so far %d)\n", c, pendF[c], dsMax); \
+			dsMax = pendF[c]; dsSeq = pendS[c]; pendR[c] = 1 \
+		:: else -> \
+			printf("MSC: downstream refuses c%d's write, fence %d < %d\n", c, pendF[c], dsMax); \
+			assert(c_current_write_accepted || pendS[c] < dsSeq); \
+			pendR[c] = 2 \
+		fi; \
+		pend[c] = 0; pendF[c] = 0; pendS[c] = 0 }
+
+active proctype Downstream()
+{
+end:	do
+	:: DELIVER(0)
+	:: DELIVER(1)
+	od
+}
+
+init
+{
+	if
+	:: drop = 0
+	:: drop = 1
+	fi;
+	atomic { run Consumer(0); run Consumer(1) }
+	(nfinished == NCONS);
+	assert(d_no_message_left_received || (msg[0] != INF && msg[1] != INF))
+}
