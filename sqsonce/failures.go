@@ -2,7 +2,6 @@ package sqsonce
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"time"
 
@@ -142,7 +141,7 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 				delay = inProgressDelay(kind[i].hideUntil.Sub(now), p.rand())
 			} else {
 				receives, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
-				delay = time.Duration(math.Ceil(p.backoff.Delay(max(receives, 1), p.rand()).Seconds())) * time.Second
+				delay = jitter.RoundUp(p.backoff.Delay(max(receives, 1), p.rand()), time.Second)
 				if p.dueForDLQ(msg, receives) {
 					delay = 0
 				}
@@ -208,12 +207,12 @@ func (p *Processor) delayRetries(ctx context.Context, records []events.SQSMessag
 // not all come back in the same instant. Whole seconds, rounded up, as SQS
 // takes them.
 func inProgressDelay(remaining time.Duration, r float64) time.Duration {
-	if remaining < 0 {
-		remaining = 0
-	}
+	remaining = max(remaining, 0)
+	// Full jitter under a fixed ceiling (Rate 1): the spread is the same
+	// whatever the receive, as the wait it pads is known.
 	spread := min(max(time.Second, remaining/10), time.Minute)
-	d := remaining + time.Second + time.Duration(r*float64(spread))
-	return (d + time.Second - 1).Truncate(time.Second)
+	j := jitter.Policy{Base: spread, Rate: 1, Cap: spread, Strategy: jitter.Full}.Delay(0, r)
+	return jitter.RoundUp(remaining+time.Second+j, time.Second)
 }
 
 // dueForDLQ reports whether msg failed on the last receive the redrive

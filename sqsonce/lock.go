@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sqs-once/sqs-once/internal/jitter"
 	"github.com/sqs-once/sqs-once/internal/leasectx"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -153,6 +154,14 @@ func (g *locker) shownKey(key string) string {
 // a reason other than a lost lock.
 const completeAttempts = 4
 
+// completeDelay is the pause before the retry that follows the attempt'th
+// completion write (1 first): 50 ms doubling, 50, 100 and 200 ms within
+// completeAttempts. No jitter: the retries are one caller's, against its
+// own deadline, and nobody else retries in step with them.
+func completeDelay(attempt int) time.Duration {
+	return jitter.Policy{Base: 50 * time.Millisecond, Rate: 2, Cap: time.Second, Strategy: jitter.None}.Delay(attempt-1, 0)
+}
+
 // do acquires key, runs fn under the lock and records the outcome, with
 // the result fn returns (nil: none). fn runs only while this call holds
 // the lock, and never when the store is failing. Only fn returning a nil
@@ -188,14 +197,11 @@ const (
 
 // waitInterval is the wait before the attempt'th re-read (0 first): it
 // doubles from waitFirst up to waitMax, and r in [0, 1) takes up to half of
-// it off, so that waiters spread out while every interval is at least half
-// its step (which bounds the reads of a wait: see waitReads).
+// it off (jitter.HalfOff), so that waiters spread out while every interval
+// is at least half its step (which bounds the reads of a wait: see
+// waitReads).
 func waitInterval(attempt int, r float64) time.Duration {
-	step := waitMax
-	if attempt < 5 {
-		step = min(waitMax, waitFirst<<attempt)
-	}
-	return step - time.Duration(r*float64(step/2))
+	return jitter.Policy{Base: waitFirst, Rate: 2, Cap: waitMax, Strategy: jitter.HalfOff}.Delay(attempt, r)
 }
 
 // waitReads is the most reads a wait of d makes: one after each of the
@@ -442,20 +448,19 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease store.Lease, lengt
 // side effect has happened, and every lost completion opens a duplicate
 // window. It returns the end of the window it wrote.
 func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte) (time.Time, error) {
-	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		until := g.now().Add(g.window)
 		err := g.store.Complete(ctx, lease, until, result)
 		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
 			return until, err
 		}
+		delay := completeDelay(attempt)
 		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
 			return until, err
 		}
 		if serr := g.sleep(ctx, delay); serr != nil {
 			return until, errors.Join(err, serr)
 		}
-		delay *= 2
 	}
 }
 
@@ -494,18 +499,6 @@ func storeErr(op, id string, err error) error {
 		return &store.StoreError{Op: op, ID: id, Err: err}
 	}
 	return err
-}
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func randomOwner() string {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqs-once/sqs-once/internal/clock"
 	"github.com/sqs-once/sqs-once/internal/jitter"
 	"github.com/sqs-once/sqs-once/internal/leasectx"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
@@ -102,7 +103,7 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 		d.after = time.After
 	}
 	if d.sleep == nil {
-		d.sleep = sleepCtx
+		d.sleep = clock.Sleep
 	}
 	var cache *completedCache
 	if cfg.LocalCache > 0 {

@@ -17,9 +17,17 @@ const (
 	Equal        Strategy = "equal"        // c/2 + r·c/2: never shorter than half the ceiling
 	Decorrelated Strategy = "decorrelated" // base + r·(3·Ceiling(n-1) − base), capped
 	None         Strategy = "none"         // c: deterministic
+	// HalfOff is c − r·c/2: r takes up to half off the ceiling. Its range
+	// and spread are Equal's, read from the other end, so that r = 1 gives
+	// the shortest delay: the lock's wait for another holder bounds its
+	// reads with the shortest intervals, Delay(n, 1), and its documented
+	// values are drawn that way round. It is not in Strategies: a
+	// configuration that names a strategy gains nothing over Equal from it.
+	HalfOff Strategy = "half-off"
 )
 
-// Strategies lists every strategy, the default first.
+// Strategies lists the strategies a configuration may name (ParseStrategy),
+// the default first.
 var Strategies = []Strategy{Full, Equal, Decorrelated, None}
 
 // ParseStrategy reads a strategy name, ignoring case and surrounding space.
@@ -68,9 +76,36 @@ func (p Policy) Delay(n int, r float64) time.Duration {
 		return p.toDuration(lo + r*(min(p.cap(), 3*p.ceiling(n-1))-lo))
 	case None:
 		return p.toDuration(c)
+	case HalfOff:
+		// In whole Durations, as the lock has always computed its waits:
+		// the ceiling less the truncated half, so that every draw keeps its
+		// nanosecond value.
+		step := p.toDuration(c)
+		return step - time.Duration(r*float64(step/2))
 	default:
 		return p.toDuration(r * c)
 	}
+}
+
+// RoundUp is d rounded up to a multiple of unit: a delay in the whole
+// seconds SQS takes (RoundUp(d, time.Second)) is never shorter than the one
+// drawn. A unit of 0 or less returns d unchanged, as Duration.Truncate does;
+// a d whose next multiple does not fit in a Duration saturates at the
+// largest multiple that does.
+func RoundUp(d, unit time.Duration) time.Duration {
+	if unit <= 0 {
+		return d
+	}
+	rem := d % unit
+	switch {
+	case rem == 0:
+		return d
+	case rem < 0: // toward zero is up for a negative d
+		return d - rem
+	case d > math.MaxInt64-(unit-rem):
+		return math.MaxInt64 - math.MaxInt64%unit
+	}
+	return d + unit - rem
 }
 
 // ceiling works in float nanoseconds: math.Pow saturates at +Inf instead of

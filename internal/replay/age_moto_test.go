@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/internal/testclock"
 )
 
 // sqs-once-first-sent is stamped on the first replay from the DLQ record's
@@ -42,16 +43,16 @@ func TestFirstSentSurvivesReplays(t *testing.T) {
 // went to the main queue.
 func TestExpiredReachesTheOperatorQueue(t *testing.T) {
 	t.Parallel()
-	clk := &clock{}
-	b := setup(t, options{now: clk.now, env: map[string]string{"MAX_MESSAGE_AGE": "3600", "BACKOFF_BASE": "2", "BACKOFF_RATE": "2"}}) // 4, 8 s
-	clk.set(t0.Add(time.Hour - 4*time.Second))                                                                                        // visible at exactly the limit
+	clk := testclock.New(time.Time{})
+	b := setup(t, options{now: clk.Now, env: map[string]string{"MAX_MESSAGE_AGE": "3600", "BACKOFF_BASE": "2", "BACKOFF_RATE": "2"}}) // 4, 8 s
+	clk.Set(t0.Add(time.Hour - 4*time.Second))                                                                                        // visible at exactly the limit
 	if resp := b.handle(sentRecord(origID, t0, nil)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("replay 1: failures %v", resp.BatchItemFailures)
 	}
 	b.empty(b.opURL)
 	m := b.receive(b.mainURL, 1)[0]
 
-	clk.set(t0.Add(time.Hour - 7*time.Second)) // replay 2 would be visible 1 s past it
+	clk.Set(t0.Add(time.Hour - 7*time.Second)) // replay 2 would be visible 1 s past it
 	if resp := b.handle(asRecord(m)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("forward: failures %v", resp.BatchItemFailures)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
+	"github.com/sqs-once/sqs-once/internal/testclock"
 )
 
 const traceHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
@@ -70,8 +71,8 @@ func failedIDs(resp events.SQSEventResponse) []string {
 // record is deduplicated. After the last attempt: the operator queue.
 func TestFIFOReplaysEveryAttemptAfterItsBackoffInTheDLQ(t *testing.T) {
 	t.Parallel()
-	clk := &clock{}
-	b := setup(t, options{fifoMain: true, fifoOperator: true, now: clk.now,
+	clk := testclock.New(time.Time{})
+	b := setup(t, options{fifoMain: true, fifoOperator: true, now: clk.Now,
 		env: map[string]string{"MAX_ATTEMPTS": "3", "BACKOFF_BASE": "2", "BACKOFF_RATE": "2"}}) // JITTER none: 4, 8, 16 s
 	dlq := mototest.NewQueue(t, b.aws, true, nil)
 	rec := b.deadLetter(dlq, "fifo body", "customer-7", map[string]sqstypes.MessageAttributeValue{"tenant": sqsmsg.String("acme")})
@@ -80,7 +81,7 @@ func TestFIFOReplaysEveryAttemptAfterItsBackoffInTheDLQ(t *testing.T) {
 		sent := sentAt(t, rec)
 		delay := time.Duration(2<<n) * time.Second
 
-		clk.set(sent.Add(time.Second))
+		clk.Set(sent.Add(time.Second))
 		if got := failedIDs(b.handle(rec)); !slices.Equal(got, []string{rec.MessageId}) {
 			t.Fatalf("replay %d before its backoff: failures %v, want the record held", n, got)
 		}
@@ -89,7 +90,7 @@ func TestFIFOReplaysEveryAttemptAfterItsBackoffInTheDLQ(t *testing.T) {
 			t.Fatalf("replay %d: visibility timeouts asked %v, want the last %v", n, v, delay-time.Second)
 		}
 
-		clk.set(sent.Add(delay))
+		clk.Set(sent.Add(delay))
 		for try := range 2 { // Lambda retrying the same record: deduplicated
 			if got := failedIDs(b.handle(rec)); len(got) != 0 {
 				t.Fatalf("replay %d, try %d: failures %v", n, try, got)
@@ -112,7 +113,7 @@ func TestFIFOReplaysEveryAttemptAfterItsBackoffInTheDLQ(t *testing.T) {
 		b.empty(b.mainURL) // the retried send was deduplicated
 		rec = b.deadLetter(dlq, aws.ToString(m.Body), "customer-7", m.MessageAttributes)
 	}
-	clk.set(sentAt(t, rec)) // no backoff on the way to the operator queue
+	clk.Set(sentAt(t, rec)) // no backoff on the way to the operator queue
 	if got := failedIDs(b.handle(rec)); len(got) != 0 {
 		t.Fatalf("forward: failures %v", got)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/jitter"
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
@@ -423,7 +424,7 @@ func HoldFor(sent time.Time, delay time.Duration, now time.Time) time.Duration {
 	if left <= 0 {
 		return 0
 	}
-	return min((left + time.Second - 1).Truncate(time.Second), MaxDelay)
+	return min(jitter.RoundUp(left, time.Second), MaxDelay)
 }
 
 // Expired reports whether a message first enqueued at first would be older

@@ -254,24 +254,6 @@ var (
 	_ VisibilityChanger  = (*spyAPI)(nil)
 )
 
-// clock is an injected clock a test sets.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // sentAt is a record's SentTimestamp.
 func sentAt(t *testing.T, rec events.SQSMessage) time.Time {
 	t.Helper()

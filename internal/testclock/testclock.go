@@ -1,6 +1,8 @@
-// Package testclock is a settable clock for tests of time-based behaviour
-// (lock expiry, dedupe windows, lock renewal), so that no test sleeps to let
-// time pass.
+// Package testclock is the module's one settable clock, for tests of
+// time-based behaviour (lock expiry, dedupe windows, lock renewal, replay
+// delays, the CLI's waits), so that no test sleeps to let time pass. The
+// in-memory store keeps its clock in one. Standard library only: it may
+// be linked into a user's test binary through memstore.
 package testclock
 
 import (
@@ -39,7 +41,31 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	c.setLocked(c.now.Add(d))
+}
+
+// Set puts the clock at t, forward or back (a test of clock skew), and
+// fires every After whose time has come.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setLocked(t)
+}
+
+// Sleep has the signature of clock.Sleep: it moves the clock on by d at once
+// instead of waiting, for code that paces itself with an injected sleep and
+// reads this clock's Now. An ended ctx is returned, as the real sleep does,
+// with the clock left where it was.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(max(d, 0))
+	return nil
+}
+
+func (c *Clock) setLocked(t time.Time) {
+	c.now = t
 	kept := c.waiters[:0]
 	for _, w := range c.waiters {
 		if w.at.After(c.now) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -23,7 +24,7 @@ import (
 // store's together. Safe for concurrent use.
 type Store struct {
 	mu      sync.Mutex
-	now     time.Time
+	clock   *testclock.Clock
 	records map[string]store.Record
 }
 
@@ -35,22 +36,14 @@ var (
 // New returns an empty store whose clock starts at the current time,
 // truncated to the millisecond (the resolution of a lock's expiry).
 func New() *Store {
-	return &Store{now: time.Now().Truncate(time.Millisecond), records: map[string]store.Record{}}
+	return &Store{clock: testclock.New(time.Now().Truncate(time.Millisecond)), records: map[string]store.Record{}}
 }
 
 // Now is the store's clock.
-func (s *Store) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now
-}
+func (s *Store) Now() time.Time { return s.clock.Now() }
 
 // Advance moves the store's clock on by d.
-func (s *Store) Advance(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.now = s.now.Add(d)
-}
+func (s *Store) Advance(d time.Duration) { s.clock.Advance(d) }
 
 // Records returns a copy of every record, by id: what a test asserts on.
 func (s *Store) Records() map[string]store.Record {
@@ -76,8 +69,9 @@ func (s *Store) Put(rec store.Record) {
 
 // expire is TTL: records whose ExpiresAt is past the store's clock are gone.
 func (s *Store) expire() {
+	now := s.clock.Now()
 	for id, rec := range s.records {
-		if !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(s.now) {
+		if !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(now) {
 			delete(s.records, id)
 		}
 	}

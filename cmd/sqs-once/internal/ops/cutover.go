@@ -101,17 +101,6 @@ type Mappings struct {
 	Region string
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // Run makes each step in order, calling done after each, and stops at the
 // first that fails. A step whose mapping is in the wanted state already
 // changes nothing, so Run can be repeated: a second run finishes what an

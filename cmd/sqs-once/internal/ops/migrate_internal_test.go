@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -264,15 +265,6 @@ func (f *fakeMappings) UpdateEventSourceMapping(_ context.Context, in *lambda.Up
 	return &lambda.UpdateEventSourceMappingOutput{UUID: in.UUID, State: aws.String(f.state[id])}, nil
 }
 
-// fakeClock is a clock that Sleep advances.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.now = c.now.Add(d)
-	return nil
-}
-
 // TestMappingsRunWaitsForEachState: each mapping is waited for until Lambda
 // reports it in its state before the next is touched; a second run changes
 // nothing; a mapping that does not settle in time stops the run, saying
@@ -280,7 +272,7 @@ func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
 func TestMappingsRunWaitsForEachState(t *testing.T) {
 	t.Parallel()
 	f := &fakeMappings{state: map[string]string{"consumer-uuid": "Enabled", "stack-uuid": "Disabled"}, pending: map[string]int{}, lag: 3}
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	run := &Mappings{Lambda: f, Wait: time.Minute, Poll: 2 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
 	steps, _ := CutoverPlan(migrated(), false)
 	var order []string

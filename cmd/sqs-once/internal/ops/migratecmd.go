@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
+
+	"github.com/sqs-once/sqs-once/internal/clock"
 )
 
 // migration reads the queue, the stack and the consumer for preflight and
@@ -269,7 +271,7 @@ disabled in its own infrastructure code.`,
 		if !c.json {
 			fmt.Fprintln(c.io.Stdout, title+", region "+m.Region)
 		}
-		run := &Mappings{Lambda: lambda.NewFromConfig(c.cfg), Wait: wait, Poll: 2 * time.Second, Now: c.io.Now, Sleep: sleep, Region: m.Region}
+		run := &Mappings{Lambda: lambda.NewFromConfig(c.cfg), Wait: wait, Poll: 2 * time.Second, Now: c.io.Now, Sleep: clock.Sleep, Region: m.Region}
 		// An interrupt does not stop the steps: stopping between the two
 		// would leave the queue unconsumed. --wait bounds them, and a
 		// second interrupt kills the process (cmd/sqs-once).
