@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -90,9 +89,9 @@ func sameCalls(got, want map[string]int) bool {
 // doProcessor is a Processor for Do on store, at a clock that stands still
 // at now: a lock taken under a context without a deadline lasts until
 // now+15 min, and a completion's window ends at now+24 h.
-func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *sqsonce.Processor {
+func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *Processor {
 	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
+	p, err := New(Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +101,8 @@ func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *s
 // The lock of a Do under a context without a deadline, with LockTimeout
 // zero (Config's documentation), and the default window.
 const (
-	noDeadlineLock = 30 * time.Second
-	defaultWindow  = 24 * time.Hour
+	docNoDeadlineLock = 30 * time.Second
+	defaultWindow     = 24 * time.Hour
 )
 
 // TestDynaliteWithoutOldItem is the case: on a store that does not
@@ -132,7 +131,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 			t.Error("a completed key's function ran again")
 		}
 		var held *store.HeldError
-		if !errors.Is(err, sqsonce.ErrDuplicate) || !errors.As(err, &held) {
+		if !errors.Is(err, ErrDuplicate) || !errors.As(err, &held) {
 			t.Fatalf("second Do: %v, want a *HeldError matching ErrDuplicate", err)
 		}
 		if want := now.Add(defaultWindow); !held.Until().Equal(want) || strings.Contains(err.Error(), "0001-01-01") {
@@ -147,10 +146,10 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		p := doProcessor(t, dynamostore.New(b.api, b.newTable(t)), now, 0)
 		boom := errors.New("boom")
 		var fences []int64
-		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return boom }); !errors.Is(err, boom) {
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, Fence(ctx)); return boom }); !errors.Is(err, boom) {
 			t.Fatalf("failing Do: %v, want its function's error", err)
 		}
-		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return nil }); err != nil {
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, Fence(ctx)); return nil }); err != nil {
 			t.Fatalf("Do after a release: %v, want it to run", err)
 		}
 		if len(fences) != 2 || fences[1] != fences[0]+1 {
@@ -178,10 +177,10 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 			t.Error("a held key's function ran in a second Do")
 		}
 		var held *store.HeldError
-		if !errors.Is(err, sqsonce.ErrInProgress) || !errors.As(err, &held) {
+		if !errors.Is(err, ErrInProgress) || !errors.As(err, &held) {
 			t.Fatalf("Do while held: %v, want a *HeldError matching ErrInProgress", err)
 		}
-		if want := now.Add(noDeadlineLock); !held.Until().Equal(want) {
+		if want := now.Add(docNoDeadlineLock); !held.Until().Equal(want) {
 			t.Errorf("in progress until %s (%v), want the holder's lock expiry %s", held.Until(), err, want)
 		}
 		if got, want := calls(api), map[string]int{"acquire": 1, "read": 1}; !sameCalls(got, want) {
@@ -191,7 +190,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		if err := <-holder; err != nil {
 			t.Fatalf("holder's Do: %v", err)
 		}
-		if err := p.Do(ctx, "order-3", func(context.Context) error { return nil }); !errors.Is(err, sqsonce.ErrDuplicate) {
+		if err := p.Do(ctx, "order-3", func(context.Context) error { return nil }); !errors.Is(err, ErrDuplicate) {
 			t.Errorf("Do after the holder completed: %v, want ErrDuplicate", err)
 		}
 	})
@@ -223,7 +222,7 @@ func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
 		}
 	}
 	step("a new key", map[string]int{"acquire": 1, "complete": 1}, func() error { return p.Do(ctx, "new", ok) }, nil)
-	step("a duplicate", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "new", ok) }, sqsonce.ErrDuplicate)
+	step("a duplicate", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "new", ok) }, ErrDuplicate)
 	boom := errors.New("boom")
 	step("a failure", map[string]int{"acquire": 1, "release": 1}, func() error {
 		return p.Do(ctx, "fails", func(context.Context) error { return boom })
@@ -235,14 +234,14 @@ func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
 		holder <- p.Do(ctx, "held", func(context.Context) error { close(started); <-finish; return nil })
 	}()
 	<-started
-	step("an in-progress refusal", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "held", ok) }, sqsonce.ErrInProgress)
+	step("an in-progress refusal", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "held", ok) }, ErrInProgress)
 	close(finish)
 	if err := <-holder; err != nil {
 		t.Fatalf("holder's Do: %v", err)
 	}
 
 	step("a new key (local cache on)", map[string]int{"acquire": 1, "complete": 1}, func() error { return cached.Do(ctx, "warm", ok) }, nil)
-	step("a warm duplicate", map[string]int{}, func() error { return cached.Do(ctx, "warm", ok) }, sqsonce.ErrDuplicate)
+	step("a warm duplicate", map[string]int{}, func() error { return cached.Do(ctx, "warm", ok) }, ErrDuplicate)
 }
 
 // putItem writes a record by hand, as another version (or application) of
@@ -291,7 +290,7 @@ func TestDynamoDBStoreUnfencedLock(t *testing.T) {
 			if rec.Status != store.StatusProcessing || rec.Owner != "old-version-owner" || rec.Fence != 0 || !rec.LockExpiresAt.Equal(lockUntil) || !rec.Live(now) {
 				t.Fatalf("Read = %+v, want a live PROCESSING lock of old-version-owner until %s, fence 0", rec, lockUntil)
 			}
-			if _, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, sqsonce.ErrInProgress) {
+			if _, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, ErrInProgress) {
 				t.Fatalf("Acquire of the unfenced live lock: %v, want ErrInProgress", err)
 			}
 
@@ -348,10 +347,10 @@ func TestDynamoDBStoreForeignRecord(t *testing.T) {
 					putItem(t, b, table, attrs, c.numbers)
 					calls(api)
 					_, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
-					if !errors.Is(err, sqsonce.ErrMisconfigured) {
+					if !errors.Is(err, ErrMisconfigured) {
 						t.Errorf("Acquire: %v, want ErrMisconfigured", err)
 					}
-					if errors.Is(err, sqsonce.ErrInProgress) || errors.Is(err, sqsonce.ErrDuplicate) {
+					if errors.Is(err, ErrInProgress) || errors.Is(err, ErrDuplicate) {
 						t.Errorf("Acquire: %v, which a caller would take for a held key", err)
 					}
 					want := map[string]int{"acquire": 1, "read": 1}
@@ -361,7 +360,7 @@ func TestDynamoDBStoreForeignRecord(t *testing.T) {
 					if got := calls(api); !sameCalls(got, want) {
 						t.Errorf("calls %v, want %v", got, want)
 					}
-					if _, err := st.Read(ctx, id); !errors.Is(err, sqsonce.ErrMisconfigured) {
+					if _, err := st.Read(ctx, id); !errors.Is(err, ErrMisconfigured) {
 						t.Errorf("Read: %v, want ErrMisconfigured", err)
 					}
 				})

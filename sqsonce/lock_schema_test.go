@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -26,7 +24,7 @@ func TestStoreRecordSchemaForReaders(t *testing.T) {
 	d := newLockDynamo(t)
 	e := d.env()
 	l := e.locker(t, e.uncounted)
-	if res := l.Do(context.Background(), "order-1", lockSucceed); res.Err != nil {
+	if res := l.do(context.Background(), "order-1", "", 0, noResult(lockSucceed)); res.err != nil {
 		t.Fatalf("Do: %+v", res)
 	}
 	id := store.RecordID("orders-fn", "order-1")
@@ -75,12 +73,12 @@ func TestLockRecordsTheProtocolDidNotWriteAreNamedAsSuch(t *testing.T) {
 			tt.item[dynamostore.AttrID] = &types.AttributeValueMemberS{Value: id}
 			d.putItem(t, tt.item)
 			ran := false
-			res := l.Do(context.Background(), tt.name, func(context.Context) error { ran = true; return nil })
+			res := l.do(context.Background(), tt.name, "", 0, noResult(func(context.Context) error { ran = true; return nil }))
 			var rec *store.RecordError
-			if ran || res.Outcome != sqsonce.LockNotAcquired || !errors.As(res.Err, &rec) || !errors.Is(res.Err, sqsonce.ErrMisconfigured) {
-				t.Fatalf("outcome %v ran %v err %v; want not-acquired with a RecordError", res.Outcome, ran, res.Err)
+			if ran || res.outcome != notAcquired || !errors.As(res.err, &rec) || !errors.Is(res.err, ErrMisconfigured) {
+				t.Fatalf("outcome %v ran %v err %v; want not-acquired with a RecordError", res.outcome, ran, res.err)
 			}
-			if msg := res.Err.Error(); !strings.Contains(msg, tt.problem) || !strings.Contains(msg, id) || strings.Contains(msg, "1970") || strings.Contains(msg, "0001") {
+			if msg := res.err.Error(); !strings.Contains(msg, tt.problem) || !strings.Contains(msg, id) || strings.Contains(msg, "1970") || strings.Contains(msg, "0001") {
 				t.Errorf("message %q should name the record %s and the problem %q, and no made-up date", msg, id, tt.problem)
 			}
 		})
