@@ -23,22 +23,7 @@ import (
 // procMetricsSpec is what the processor promises of its metrics over the
 // clock's span from..to and n invocations.
 func procMetricsSpec(from, to time.Time, n int) metricstest.Spec {
-	units := map[string]metrics.Unit{}
-	for _, name := range []string{
-		string(KindProcessed), string(KindUnrecordedCompletion), string(KindDuplicate),
-		string(KindInProgress), string(KindInProgressDropped), string(KindForwardedToOperator),
-		string(KindFailed), metrics.LockLost, metrics.BackoffApplied,
-	} {
-		units[name] = metrics.Count
-	}
-	return metricstest.Spec{
-		Function: procFunction, From: from, To: to, Invocations: n, Units: units,
-		Base: []string{
-			string(KindProcessed), string(KindDuplicate), string(KindInProgress),
-			string(KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied,
-		},
-		Extra: []string{metrics.DimensionReason},
-	}
+	return apiProcessorSpec(procFunction, from, to, n)
 }
 
 // metricCounts are what CloudWatch's Sum would show: "Metric" per function,
