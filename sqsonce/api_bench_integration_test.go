@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 

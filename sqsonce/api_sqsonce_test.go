@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 

@@ -3,9 +3,10 @@ package sqsonce
 import (
 	"context"
 	"errors"
+	"testing"
+
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"testing"
 )
 
 // checkingStore is a Store of one's own with a Check method.

@@ -3,11 +3,12 @@ package sqsonce
 import (
 	"context"
 	"errors"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // order is what the API handler of the DoResult tests answers.

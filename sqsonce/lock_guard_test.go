@@ -3,11 +3,12 @@ package sqsonce
 import (
 	"context"
 	"errors"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockConcurrentHoldersRunHandlerOnce(t *testing.T) {

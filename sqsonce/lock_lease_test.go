@@ -3,10 +3,11 @@ package sqsonce
 import (
 	"context"
 	"errors"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockFenceGrowsWithEveryAcquisition(t *testing.T) {

@@ -3,9 +3,10 @@ package sqsonce
 import (
 	"context"
 	"errors"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 func TestLockRenewalKeepsASlowHandlersLock(t *testing.T) {

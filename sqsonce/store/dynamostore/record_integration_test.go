@@ -5,6 +5,7 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"strconv"
 	"sync"
@@ -18,11 +19,13 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
-// Records the lock protocol did not write (an older version's, another
+// The table's records as others see them: a reader outside the protocol,
+// and records the lock protocol did not write (an older version's, another
 // application's), on moto_server and on dynalite.
 
 // backend is one implementation the store runs on: a client of it, and a
@@ -227,4 +230,47 @@ func TestDynamoDBStoreForeignRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStoreRecordSchemaForReaders: a reader outside the lock protocol (the
+// demo's check of a deployed stack) finds a completed key with RecordID,
+// AttrID and AttrStatus alone, and a key under another prefix is another
+// record.
+func TestStoreRecordSchemaForReaders(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	client := dynamodb.NewFromConfig(cfg)
+	table := mototest.NewIdempotencyTable(t, cfg)
+	p, err := sqsonce.New(sqsonce.Config{Store: dynamostore.New(client, table), KeyPrefix: "orders-fn", LockTimeout: 30 * time.Second, DedupeWindow: time.Hour,
+		Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Do(context.Background(), "order-1", func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	id := store.RecordID("orders-fn", "order-1")
+	out, err := client.BatchGetItem(context.Background(), &dynamodb.BatchGetItemInput{
+		RequestItems: map[string]types.KeysAndAttributes{table: {
+			ConsistentRead: aws.Bool(true),
+			Keys:           []map[string]types.AttributeValue{recordKey(id), recordKey(store.RecordID("other-fn", "order-1"))},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := out.Responses[table]
+	if len(items) != 1 {
+		t.Fatalf("%d items for the two record ids, want only %s's", len(items), id)
+	}
+	gotID, _ := items[0][dynamostore.AttrID].(*types.AttributeValueMemberS)
+	status, _ := items[0][dynamostore.AttrStatus].(*types.AttributeValueMemberS)
+	if gotID == nil || gotID.Value != id || status == nil || status.Value != string(store.StatusCompleted) {
+		t.Errorf("record %v, want id %s with %s %s", items[0], id, dynamostore.AttrStatus, store.StatusCompleted)
+	}
+}
+
+// recordKey is the key of the record under id.
+func recordKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{dynamostore.AttrID: &types.AttributeValueMemberS{Value: id}}
 }
