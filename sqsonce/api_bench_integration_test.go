@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
@@ -37,11 +36,11 @@ func BenchmarkRecord(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			d := newLockDynamo(b)
 			calls := new(atomic.Int32)
-			p, err := sqsonce.New(sqsonce.Config{
+			p, err := New(Config{
 				Store:      dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table),
 				KeyPrefix:  "bench",
 				LocalCache: c.cache,
-				Key:        sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
+				Key:        KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
 				Logger:     lockQuiet,
 			}, func(context.Context, events.SQSMessage) error {
 				if c.fail {

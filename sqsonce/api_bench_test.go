@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 
@@ -16,7 +15,7 @@ import (
 // one after the other they would take two seconds. The store is in memory:
 // what is measured is the batch's concurrency.
 func BenchmarkBatchOf10(b *testing.B) {
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "bench", Logger: lockQuiet},
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "bench", Logger: lockQuiet},
 		func(context.Context, events.SQSMessage) error {
 			time.Sleep(200 * time.Millisecond) // the handler's own work, not a wait for the code under test
 			return nil

@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"bufio"
@@ -357,7 +357,7 @@ func apiCheckOperatorMessage(t *testing.T, cfg aws.Config, queueURL, body, reaso
 }
 
 // apiChargeLines counts the example's "charging" log lines for orderID, and checks
-// that each carried the key and a fencing token from sqsonce.Key and Fence.
+// that each carried the key and a fencing token from Key and Fence.
 func apiChargeLines(t *testing.T, output, orderID string) int {
 	t.Helper()
 	n := 0

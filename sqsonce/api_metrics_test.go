@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/metrics"
 	"github.com/sqs-once/sqs-once/internal/metrics/metricstest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 
@@ -27,7 +26,7 @@ func TestAPIConfigMetrics(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &bytes.Buffer{}
-			p, err := sqsonce.New(sqsonce.Config{
+			p, err := New(Config{
 				Store: sqsoncetest.NewStore(), KeyPrefix: "test", Logger: lockQuiet,
 				// Handle writes its metrics once, at its end: no lock needed.
 				Metrics: out, FunctionName: tt.function,
@@ -64,15 +63,15 @@ func TestAPIConfigMetrics(t *testing.T) {
 // function, over from..to, n invocations.
 func apiProcessorSpec(function string, from, to time.Time, n int) metricstest.Spec {
 	units := map[string]metrics.Unit{}
-	for _, m := range []string{string(sqsonce.KindProcessed), string(sqsonce.KindUnrecordedCompletion), string(sqsonce.KindDuplicate),
-		string(sqsonce.KindInProgress), string(sqsonce.KindInProgressDropped), string(sqsonce.KindForwardedToOperator),
-		string(sqsonce.KindFailed), metrics.LockLost, metrics.BackoffApplied} {
+	for _, m := range []string{string(KindProcessed), string(KindUnrecordedCompletion), string(KindDuplicate),
+		string(KindInProgress), string(KindInProgressDropped), string(KindForwardedToOperator),
+		string(KindFailed), metrics.LockLost, metrics.BackoffApplied} {
 		units[m] = metrics.Count
 	}
 	return metricstest.Spec{
 		Function: function, From: from, To: to, Invocations: n, Units: units,
-		Base: []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
-			string(sqsonce.KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied},
+		Base: []string{string(KindProcessed), string(KindDuplicate), string(KindInProgress),
+			string(KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied},
 		Extra: []string{metrics.DimensionReason},
 	}
 }

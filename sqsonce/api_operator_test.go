@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
@@ -23,10 +22,10 @@ func TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue(t *testing.T) {
 	t.Parallel()
 	awsCfg := mototest.Config(t)
 	operator := mototest.NewQueue(t, awsCfg, false, nil)
-	p, err := sqsonce.New(sqsonce.Config{
+	p, err := New(Config{
 		Store:     dynamostore.New(dynamodb.NewFromConfig(awsCfg), mototest.NewIdempotencyTable(t, awsCfg)),
 		KeyPrefix: "test", AWS: awsCfg, Logger: lockQuiet,
-		ValidatePayload: true, Key: sqsonce.KeyFromBody("/orderId"), OperatorQueueURL: operator,
+		ValidatePayload: true, Key: KeyFromBody("/orderId"), OperatorQueueURL: operator,
 	}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +43,7 @@ func TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue(t *testing.T) {
 	}
 	got := mototest.Receive(t, awsCfg, operator, 1, 5*time.Second)
 	if len(got) != 1 || aws.ToString(got[0].Body) != `{"orderId":"A","amount":99999}` ||
-		sqsonce.Reason(aws.ToString(got[0].MessageAttributes[sqsonce.AttrReason].StringValue)) != sqsonce.ReasonPayloadMismatch {
+		Reason(aws.ToString(got[0].MessageAttributes[AttrReason].StringValue)) != ReasonPayloadMismatch {
 		t.Fatalf("operator queue holds %d messages (%v), want the conflicting one with reason payload-mismatch", len(got), got)
 	}
 }

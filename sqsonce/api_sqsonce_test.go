@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -12,9 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
-	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // The tests of what a user of package sqsonce relies on (api_*_test.go):
@@ -51,7 +49,7 @@ func TestAPIWithoutAWS(t *testing.T) {
 		runs[msg.MessageId]++
 		return nil
 	}
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, handle)
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, handle)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -61,13 +59,13 @@ func TestAPIWithoutAWS(t *testing.T) {
 	if err := p.Do(ctx, "invoice-1", once); err != nil || ran != 1 {
 		t.Fatalf("first Do: %v after %d runs, want nil after 1", err, ran)
 	}
-	if err := p.Do(ctx, "invoice-1", once); !errors.Is(err, sqsonce.ErrDuplicate) || ran != 1 {
+	if err := p.Do(ctx, "invoice-1", once); !errors.Is(err, ErrDuplicate) || ran != 1 {
 		t.Errorf("second Do: %v after %d runs, want ErrDuplicate, not run again", err, ran)
 	}
 	// While one call holds a key, another (a second delivery, another
 	// process) does not run.
 	err = p.Do(ctx, "invoice-2", func(ctx context.Context) error {
-		if err := p.Do(ctx, "invoice-2", once); !errors.Is(err, sqsonce.ErrInProgress) {
+		if err := p.Do(ctx, "invoice-2", once); !errors.Is(err, ErrInProgress) {
 			t.Errorf("Do while another holds the key: %v, want ErrInProgress", err)
 		}
 		return nil
@@ -92,8 +90,8 @@ func TestAPIWithoutAWS(t *testing.T) {
 func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 	t.Parallel()
 	st := sqsoncetest.NewStore()
-	cfg := sqsonce.Config{Store: st, KeyPrefix: "test", Logger: lockQuiet}
-	p, err := sqsonce.New(cfg, nil)
+	cfg := Config{Store: st, KeyPrefix: "test", Logger: lockQuiet}
+	p, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,18 +103,18 @@ func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 	}
 	var key string
 	var fence int64
-	if err := p.Do(ctx, "k", func(ctx context.Context) error { key, fence = sqsonce.Key(ctx), sqsonce.Fence(ctx); return nil }); err != nil {
+	if err := p.Do(ctx, "k", func(ctx context.Context) error { key, fence = Key(ctx), Fence(ctx); return nil }); err != nil {
 		t.Fatalf("retry after a failure: %v, want nil: the lock was released", err)
 	}
 	if key != "k" || fence <= 0 {
 		t.Errorf("fn saw key %q fence %d, want k and a positive fence", key, fence)
 	}
-	if err := p.Do(ctx, "k", func(context.Context) error { t.Error("ran twice"); return nil }); !errors.Is(err, sqsonce.ErrDuplicate) {
+	if err := p.Do(ctx, "k", func(context.Context) error { t.Error("ran twice"); return nil }); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("after success: %v, want ErrDuplicate", err)
 	}
 
 	// Another holder's live lock: another Processor on the same store.
-	other, err := sqsonce.New(cfg, nil)
+	other, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +124,7 @@ func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 		done <- other.Do(ctx, "busy", func(context.Context) error { close(inside); <-release; return nil })
 	}()
 	<-inside
-	if err := p.Do(ctx, "busy", func(context.Context) error { t.Error("ran under another's lock"); return nil }); !errors.Is(err, sqsonce.ErrInProgress) {
+	if err := p.Do(ctx, "busy", func(context.Context) error { t.Error("ran under another's lock"); return nil }); !errors.Is(err, ErrInProgress) {
 		t.Errorf("under another holder's lock: %v, want ErrInProgress", err)
 	}
 	close(release)
@@ -134,7 +132,7 @@ func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"", strings.Repeat("k", 1025)} {
-		if err := p.Do(ctx, bad, func(context.Context) error { t.Error("ran"); return nil }); !errors.Is(err, sqsonce.ErrNoKey) {
+		if err := p.Do(ctx, bad, func(context.Context) error { t.Error("ran"); return nil }); !errors.Is(err, ErrNoKey) {
 			t.Errorf("key of %d bytes: %v, want ErrNoKey", len(bad), err)
 		}
 	}
@@ -149,7 +147,7 @@ var apiVariables = []string{"IDEMPOTENCY_TABLE", "KEY_PREFIX", "IDEMPOTENCY_KEY"
 // apiTarget is a Target that accepts everything.
 type apiTarget struct{}
 
-func (apiTarget) Deliver(_ context.Context, msgs []sqsonce.Delivery) []error {
+func (apiTarget) Deliver(_ context.Context, msgs []Delivery) []error {
 	return make([]error, len(msgs))
 }
 
@@ -160,32 +158,32 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	tests := []struct {
 		field   string
-		cfg     sqsonce.Config
-		handler sqsonce.Handler
+		cfg     Config
+		handler Handler
 	}{
-		{"Store", sqsonce.Config{KeyPrefix: "p", AWS: region}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: st}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: st, KeyPrefix: "a b"}, nil},
-		{"KeyPrefix", sqsonce.Config{Store: st, KeyPrefix: "orders#v2"}, nil},
-		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFromBody("orderId")}, nil},
-		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFromAttribute("")}, nil},
-		{"Key", sqsonce.Config{Store: st, KeyPrefix: "p", Key: sqsonce.KeyFunc(nil)}, nil},
-		{"LockTimeout", sqsonce.Config{Store: st, KeyPrefix: "p", LockTimeout: 13 * time.Hour}, nil},
-		{"DedupeWindow", sqsonce.Config{Store: st, KeyPrefix: "p", DedupeWindow: -time.Second}, nil},
-		{"InProgress", sqsonce.Config{Store: st, KeyPrefix: "p", InProgress: "later"}, nil},
-		{"MaxConcurrency", sqsonce.Config{Store: st, KeyPrefix: "p", MaxConcurrency: -1}, nil},
-		{"MaxConcurrency", sqsonce.Config{Store: st, KeyPrefix: "p", MaxConcurrency: 1001}, nil},
-		{"LocalCache", sqsonce.Config{Store: st, KeyPrefix: "p", LocalCache: -1}, nil},
-		{"FailureBackoffBase", sqsonce.Config{Store: st, KeyPrefix: "p", FailureBackoffBase: -time.Second}, nil},
+		{"Store", Config{KeyPrefix: "p", AWS: region}, nil},
+		{"KeyPrefix", Config{Store: st}, nil},
+		{"KeyPrefix", Config{Store: st, KeyPrefix: "a b"}, nil},
+		{"KeyPrefix", Config{Store: st, KeyPrefix: "orders#v2"}, nil},
+		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFromBody("orderId")}, nil},
+		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFromAttribute("")}, nil},
+		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFunc(nil)}, nil},
+		{"LockTimeout", Config{Store: st, KeyPrefix: "p", LockTimeout: 13 * time.Hour}, nil},
+		{"DedupeWindow", Config{Store: st, KeyPrefix: "p", DedupeWindow: -time.Second}, nil},
+		{"InProgress", Config{Store: st, KeyPrefix: "p", InProgress: "later"}, nil},
+		{"MaxConcurrency", Config{Store: st, KeyPrefix: "p", MaxConcurrency: -1}, nil},
+		{"MaxConcurrency", Config{Store: st, KeyPrefix: "p", MaxConcurrency: 1001}, nil},
+		{"LocalCache", Config{Store: st, KeyPrefix: "p", LocalCache: -1}, nil},
+		{"FailureBackoffBase", Config{Store: st, KeyPrefix: "p", FailureBackoffBase: -time.Second}, nil},
 		// A store is required.
-		{"Store", sqsonce.Config{KeyPrefix: "p"}, nil},
+		{"Store", Config{KeyPrefix: "p"}, nil},
 		// SQS is called for an operator queue: it needs a region.
-		{"AWS", sqsonce.Config{Store: st, KeyPrefix: "p", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
-		{"Target", sqsonce.Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, handler},
+		{"AWS", Config{Store: st, KeyPrefix: "p", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
+		{"Target", Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, handler},
 	}
 	for _, tt := range tests {
-		_, err := sqsonce.New(tt.cfg, tt.handler)
-		var ce *sqsonce.ConfigError
+		_, err := New(tt.cfg, tt.handler)
+		var ce *ConfigError
 		if err == nil || !strings.Contains(err.Error(), "Config."+tt.field+":") || !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: error %v, want one naming Config.%s", tt.field, err, tt.field)
 			continue
@@ -198,7 +196,7 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	}
 
 	// Every bad field at once, and nothing about AWS with a Store.
-	_, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "a b", InProgress: "later", LocalCache: -1}, nil)
+	_, err := New(Config{Store: st, KeyPrefix: "a b", InProgress: "later", LocalCache: -1}, nil)
 	for _, field := range []string{"KeyPrefix", "InProgress", "LocalCache"} {
 		if err == nil || !strings.Contains(err.Error(), "Config."+field+":") {
 			t.Errorf("error %v does not name Config.%s", err, field)
@@ -208,10 +206,10 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 		t.Errorf("error %v asks for AWS, for a Config with a Store and no SQS", err)
 	}
 	// A Target without a Handler, or a Handler alone, is a Processor.
-	if _, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, nil); err != nil {
+	if _, err := New(Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, nil); err != nil {
 		t.Errorf("a Target alone: %v", err)
 	}
-	if _, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p"}, handler); err != nil {
+	if _, err := New(Config{Store: st, KeyPrefix: "p"}, handler); err != nil {
 		t.Errorf("a Handler on a Store, without AWS: %v", err)
 	}
 }
@@ -229,12 +227,12 @@ func TestAPIConfigFromEnvReadsTheDeployedFunctionsVariables(t *testing.T) {
 		"OPERATOR_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/operator",
 		"QUEUE_URL":          "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
 	}
-	cfg, err := sqsonce.ConfigFromEnv(apiLookup(env))
+	cfg, err := ConfigFromEnv(apiLookup(env))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.KeyPrefix != "orders-fn" || cfg.FunctionName != "orders-fn" || cfg.Key.String() != "body:/orderId" ||
-		cfg.LockTimeout != 9*time.Second || cfg.DedupeWindow != time.Hour || cfg.InProgress != sqsonce.InProgressDrop ||
+		cfg.LockTimeout != 9*time.Second || cfg.DedupeWindow != time.Hour || cfg.InProgress != InProgressDrop ||
 		cfg.MaxConcurrency != 3 || !cfg.ValidatePayload || cfg.LocalCache != 50 || cfg.FailureBackoffBase != 2*time.Second ||
 		cfg.OperatorQueueURL != env["OPERATOR_QUEUE_URL"] || cfg.QueueURL != env["QUEUE_URL"] {
 		t.Errorf("ConfigFromEnv = %+v", cfg)
@@ -242,13 +240,13 @@ func TestAPIConfigFromEnvReadsTheDeployedFunctionsVariables(t *testing.T) {
 	// KEY_PREFIX, when set, is the prefix; the function name stays the
 	// metrics' dimension.
 	env["KEY_PREFIX"] = "orders"
-	if cfg, err := sqsonce.ConfigFromEnv(apiLookup(env)); err != nil || cfg.KeyPrefix != "orders" || cfg.FunctionName != "orders-fn" {
+	if cfg, err := ConfigFromEnv(apiLookup(env)); err != nil || cfg.KeyPrefix != "orders" || cfg.FunctionName != "orders-fn" {
 		t.Errorf("with KEY_PREFIX: %+v, %v", cfg, err)
 	}
 	// The defaults of what is not set.
-	cfg, err = sqsonce.ConfigFromEnv(apiLookup(map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p"}))
-	if err != nil || cfg.Key.String() != "messageId" || cfg.LockTimeout != 0 || cfg.DedupeWindow != sqsonce.DefaultDedupeWindow ||
-		cfg.InProgress != sqsonce.InProgressRetry || cfg.MaxConcurrency != 10 || cfg.ValidatePayload || cfg.LocalCache != 0 || cfg.Target != nil {
+	cfg, err = ConfigFromEnv(apiLookup(map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p"}))
+	if err != nil || cfg.Key.String() != "messageId" || cfg.LockTimeout != 0 || cfg.DedupeWindow != DefaultDedupeWindow ||
+		cfg.InProgress != InProgressRetry || cfg.MaxConcurrency != 10 || cfg.ValidatePayload || cfg.LocalCache != 0 || cfg.Target != nil {
 		t.Errorf("defaults: %+v, %v", cfg, err)
 	}
 }
@@ -270,7 +268,7 @@ func TestAPIConfigFromEnvErrorsNameTheVariables(t *testing.T) {
 			"PAYLOAD_VALIDATION", "FAILURE_BACKOFF_BASE", "OPERATOR_QUEUE_URL", "QUEUE_URL"}},
 	}
 	for _, tt := range tests {
-		_, err := sqsonce.ConfigFromEnv(apiLookup(tt.env))
+		_, err := ConfigFromEnv(apiLookup(tt.env))
 		if err == nil {
 			t.Errorf("%s: no error", tt.name)
 			continue
@@ -286,48 +284,6 @@ func TestAPIConfigFromEnvErrorsNameTheVariables(t *testing.T) {
 	}
 }
 
-// TestAPITargetAndHandlerTogetherRefused: a Target with a Handler is New's
-// error, not Handle's; a bad target is refused where it is built.
-func TestAPITargetAndHandlerTogetherRefused(t *testing.T) {
-	t.Parallel()
-	region := aws.Config{Region: "us-east-1"}
-	queue, err := targets.ToQueue(region, "https://sqs.us-east-1.amazonaws.com/123456789012/q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "p", Target: queue}
-	if _, err := sqsonce.New(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "Config.Target") {
-		t.Fatalf("New: %v, want an error naming Config.Target", err)
-	}
-	if _, err := targets.ToQueue(region, "orders"); err == nil {
-		t.Error("ToQueue of a queue name, not a URL: no error")
-	}
-	_, err = targets.FromEnv(apiLookup(map[string]string{"TARGET": "sqs:orders"}), region, nil)
-	if err == nil || !strings.Contains(err.Error(), "TARGET") {
-		t.Errorf("targets.FromEnv with a bad TARGET: %v, want an error naming TARGET", err)
-	}
-}
-
-// TestAPIConfigFromEnvLeavesTheTargetToPackageTarget: ConfigFromEnv does
-// not read TARGET (a program without a target links none of their
-// clients); targets.FromEnv reads it, with the bus's source and detail type.
-func TestAPIConfigFromEnvLeavesTheTargetToPackageTarget(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p", "TARGET": "events:orders", "TARGET_EVENT_SOURCE": "shop", "TARGET_DETAIL_TYPE": "order"}
-	cfg, err := sqsonce.ConfigFromEnv(apiLookup(env))
-	if err != nil || cfg.Target != nil {
-		t.Fatalf("ConfigFromEnv: target %v, %v; want no target and no error", cfg.Target, err)
-	}
-	tg, err := targets.FromEnv(apiLookup(env), aws.Config{Region: "us-east-1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus, ok := tg.(*targets.EventsTarget)
-	if !ok || bus.Bus != "orders" || bus.Source != "shop" || bus.DetailType != "order" {
-		t.Errorf("targets.FromEnv = %#v, want the bus orders with source shop and detail type order", tg)
-	}
-}
-
 // TestAPIFromEnvWithATargetIsAnError: FromEnv runs a Handler, so TARGET set
 // (cmd/processor's variable) is an error naming it, before any AWS call.
 func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
@@ -335,7 +291,7 @@ func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
 	t.Setenv("TARGET", "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/q")
 	t.Setenv("IDEMPOTENCY_TABLE", "t")
 	t.Setenv("KEY_PREFIX", "p")
-	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: sqsoncetest.NewStore()}, func(context.Context, events.SQSMessage) error { return nil })
+	p, err := FromEnv(os.LookupEnv, Config{Store: sqsoncetest.NewStore()}, func(context.Context, events.SQSMessage) error { return nil })
 	if p != nil || err == nil || !strings.Contains(err.Error(), "TARGET") {
 		t.Errorf("FromEnv with TARGET set: %v, %v; want an error naming TARGET", p, err)
 	}
@@ -343,11 +299,11 @@ func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
 
 func TestAPIAProcessorWithoutHandlerRefusesEvents(t *testing.T) {
 	t.Parallel()
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "test"}, nil)
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "test"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m"}}}); !errors.Is(err, sqsonce.ErrNoHandler) {
+	if _, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m"}}}); !errors.Is(err, ErrNoHandler) {
 		t.Errorf("Handle without a handler: %v, want ErrNoHandler (an invocation error, so nothing is deleted)", err)
 	}
 }
@@ -355,9 +311,9 @@ func TestAPIAProcessorWithoutHandlerRefusesEvents(t *testing.T) {
 func TestAPIKeyFuncAndLocalCacheCostNoCallForARepeatedDuplicate(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		runs := 0
-		p, err := sqsonce.New(sqsonce.Config{
+		p, err := New(Config{
 			Store: e.store, KeyPrefix: "test", LocalCache: 100, Logger: lockQuiet,
-			Key: sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) {
+			Key: KeyFunc(func(m events.SQSMessage) (string, error) {
 				return m.MessageAttributes["tenant"].DataType + "/" + m.Body, nil
 			}),
 		}, func(context.Context, events.SQSMessage) error { runs++; return nil })

@@ -1,11 +1,10 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -25,7 +24,7 @@ func (s *checkingStore) Check(context.Context) error {
 func TestCheckOtherStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, nil)
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +33,7 @@ func TestCheckOtherStores(t *testing.T) {
 	}
 
 	own := &checkingStore{Store: sqsoncetest.NewStore(), err: errors.New("bucket gone")}
-	p, err = sqsonce.New(sqsonce.Config{Store: own, KeyPrefix: "app"}, nil)
+	p, err = New(Config{Store: own, KeyPrefix: "app"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

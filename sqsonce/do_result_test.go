@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -20,7 +19,7 @@ type order struct {
 
 // doProcessor is a Processor for Do on e's store (counted) and clock, with
 // configure applied; sleep is the wait's (nil: none).
-func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.Context, time.Duration) error, configure ...func(*sqsonce.Config)) *sqsonce.Processor {
+func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.Context, time.Duration) error, configure ...func(*Config)) *Processor {
 	t.Helper()
 	cfg := e.lockConfig(st)
 	cfg.Rand = func() float64 { return 0.5 }
@@ -30,7 +29,7 @@ func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.C
 	if sleep == nil {
 		sleep = lockNoSleep
 	}
-	p, err := sqsonce.NewProcessorForTest(cfg, nil, nil, nil, sleep)
+	p, err := newProcessor(cfg, nil, deps{sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +41,11 @@ func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.C
 func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		ctx := context.Background()
-		p := e.doProcessor(t, e.store, nil, func(c *sqsonce.Config) { c.LocalCache = 10 })
+		p := e.doProcessor(t, e.store, nil, func(c *Config) { c.LocalCache = 10 })
 		runs := 0
 		place := func(context.Context) (order, error) { runs++; return order{ID: "o-1", Total: 12.5}, nil }
 
-		first, err := sqsonce.DoResult(ctx, p, "req-1", place)
+		first, err := DoResult(ctx, p, "req-1", place)
 		if err != nil || first != (order{ID: "o-1", Total: 12.5}) || runs != 1 {
 			t.Fatalf("first call: %+v, %v, runs %d; want the order, nil, 1 run", first, err, runs)
 		}
@@ -61,7 +60,7 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 		// Another process (no cache): the refusal carries the result.
 		e.calls.Store(0)
 		other := e.doProcessor(t, e.newStore(), nil)
-		again, err := sqsonce.DoResult(ctx, other, "req-1", place)
+		again, err := DoResult(ctx, other, "req-1", place)
 		if err != nil || again != first || runs != 1 {
 			t.Errorf("repeated call: %+v, %v, runs %d; want the first answer, nil, fn not run", again, err, runs)
 		}
@@ -71,7 +70,7 @@ func TestDoResultReturnsTheFirstAnswer(t *testing.T) {
 
 		// The same process again: its cache answers with the result.
 		e.calls.Store(0)
-		cached, err := sqsonce.DoResult(ctx, p, "req-1", place)
+		cached, err := DoResult(ctx, p, "req-1", place)
 		if err != nil || cached != first || runs != 1 || e.calls.Load() != 0 {
 			t.Errorf("warm repeated call: %+v, %v, runs %d, %d store calls; want the first answer from the cache, no call", cached, err, runs, e.calls.Load())
 		}
@@ -84,7 +83,7 @@ func TestDoResultReplayIsToldByTheFunctionNotRunning(t *testing.T) {
 	p := e.doProcessor(t, e.store, nil)
 	call := func() (replayed bool) {
 		ran := false
-		_, err := sqsonce.DoResult(context.Background(), p, "req-2", func(context.Context) (int, error) { ran = true; return 7, nil })
+		_, err := DoResult(context.Background(), p, "req-2", func(context.Context) (int, error) { ran = true; return 7, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,8 +106,8 @@ func TestDoResultTooLargeCompletesWithoutTheResult(t *testing.T) {
 		p := e.doProcessor(t, e.store, nil)
 		big := strings.Repeat("x", store.MaxResultSize) // 2 more bytes of JSON quotes
 		runs := 0
-		v, err := sqsonce.DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return big, nil })
-		var rerr *sqsonce.ResultError
+		v, err := DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return big, nil })
+		var rerr *ResultError
 		if !errors.As(err, &rerr) || rerr.Size != store.MaxResultSize+2 || v != big {
 			t.Fatalf("too large: value of %d bytes, %v; want the value and a *ResultError of %d bytes", len(v), err, store.MaxResultSize+2)
 		}
@@ -116,12 +115,12 @@ func TestDoResultTooLargeCompletesWithoutTheResult(t *testing.T) {
 		if rec.Status != store.StatusCompleted || rec.Result != nil {
 			t.Errorf("record after a too large result: %s, result of %d bytes; want COMPLETED without a result", rec, len(rec.Result))
 		}
-		_, err = sqsonce.DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return "", nil })
-		if !errors.Is(err, sqsonce.ErrDuplicate) || runs != 1 {
+		_, err = DoResult(ctx, p, "big", func(context.Context) (string, error) { runs++; return "", nil })
+		if !errors.Is(err, ErrDuplicate) || runs != 1 {
 			t.Errorf("call after a too large result: %v, runs %d; want ErrDuplicate, fn run once", err, runs)
 		}
 
-		_, err = sqsonce.DoResult(ctx, p, "chan", func(context.Context) (chan int, error) { return make(chan int), nil })
+		_, err = DoResult(ctx, p, "chan", func(context.Context) (chan int, error) { return make(chan int), nil })
 		if !errors.As(err, &rerr) || rerr.Err == nil {
 			t.Errorf("unencodable result: %v, want a *ResultError carrying json's error", err)
 		}
@@ -137,19 +136,19 @@ func TestDoResultOfAnotherTypeIsADuplicate(t *testing.T) {
 	e := newLockMemoryEnv(t)
 	p := e.doProcessor(t, e.store, nil)
 	ctx := context.Background()
-	if _, err := sqsonce.DoResult(ctx, p, "k", func(context.Context) (string, error) { return "text", nil }); err != nil {
+	if _, err := DoResult(ctx, p, "k", func(context.Context) (string, error) { return "text", nil }); err != nil {
 		t.Fatal(err)
 	}
 	ran := false
-	_, err := sqsonce.DoResult(ctx, p, "k", func(context.Context) (int, error) { ran = true; return 1, nil })
-	if !errors.Is(err, sqsonce.ErrDuplicate) || ran {
+	_, err := DoResult(ctx, p, "k", func(context.Context) (int, error) { ran = true; return 1, nil })
+	if !errors.Is(err, ErrDuplicate) || ran {
 		t.Errorf("decoding into another type: %v, ran %v; want an error matching ErrDuplicate, fn not run", err, ran)
 	}
 	// Do's completion stores no result: DoResult then says ErrDuplicate.
 	if err := p.Do(ctx, "plain", func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqsonce.DoResult(ctx, p, "plain", func(context.Context) (int, error) { ran = true; return 1, nil }); !errors.Is(err, sqsonce.ErrDuplicate) || ran {
+	if _, err := DoResult(ctx, p, "plain", func(context.Context) (int, error) { ran = true; return 1, nil }); !errors.Is(err, ErrDuplicate) || ran {
 		t.Errorf("key completed by Do: %v, ran %v; want ErrDuplicate, fn not run", err, ran)
 	}
 }
@@ -161,13 +160,13 @@ func TestDoResultFailureStoresNothing(t *testing.T) {
 	p := e.doProcessor(t, e.store, nil)
 	ctx := context.Background()
 	boom := errors.New("card declined")
-	if _, err := sqsonce.DoResult(ctx, p, "k", func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err := DoResult(ctx, p, "k", func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("failing call: %v, want fn's error", err)
 	}
-	if v, err := sqsonce.DoResult(ctx, p, "k", func(context.Context) (int, error) { return 2, nil }); err != nil || v != 2 {
+	if v, err := DoResult(ctx, p, "k", func(context.Context) (int, error) { return 2, nil }); err != nil || v != 2 {
 		t.Fatalf("retry: %v, %v; want 2, nil", v, err)
 	}
-	if v, err := sqsonce.DoResult(ctx, p, "k", func(context.Context) (int, error) { return 3, nil }); err != nil || v != 2 {
+	if v, err := DoResult(ctx, p, "k", func(context.Context) (int, error) { return 3, nil }); err != nil || v != 2 {
 		t.Errorf("replay: %v, %v; want the stored 2", v, err)
 	}
 }
@@ -202,7 +201,7 @@ func newWaitBed(t *testing.T, lock time.Duration) *waitBed {
 
 // waiter is a processor that waits up to wait; act runs at its sleep
 // number n (1 first), after the clock moved.
-func (b *waitBed) waiter(t *testing.T, wait time.Duration, n int32, act func(), configure ...func(*sqsonce.Config)) *sqsonce.Processor {
+func (b *waitBed) waiter(t *testing.T, wait time.Duration, n int32, act func(), configure ...func(*Config)) *Processor {
 	sleep := func(ctx context.Context, d time.Duration) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -213,29 +212,29 @@ func (b *waitBed) waiter(t *testing.T, wait time.Duration, n int32, act func(), 
 		}
 		return nil
 	}
-	configure = append(configure, func(c *sqsonce.Config) { c.WaitInProgress = wait })
+	configure = append(configure, func(c *Config) { c.WaitInProgress = wait })
 	return b.e.doProcessor(t, readCounting{Store: b.e.uncounted, reads: &b.reads}, sleep, configure...)
 }
 
 func TestWaitInProgressReturnsTheHoldersResult(t *testing.T) {
 	b := newWaitBed(t, time.Minute)
-	var outcomes []sqsonce.Outcome
+	var outcomes []Outcome
 	p := b.waiter(t, 10*time.Second, 3, func() {
 		if err := b.e.uncounted.Complete(context.Background(), b.holder, b.e.clock.Now().Add(time.Hour), []byte(`"holder's answer"`)); err != nil {
 			t.Error(err)
 		}
-	}, func(c *sqsonce.Config) {
-		c.OnOutcome = func(_ context.Context, o sqsonce.Outcome) { outcomes = append(outcomes, o) }
+	}, func(c *Config) {
+		c.OnOutcome = func(_ context.Context, o Outcome) { outcomes = append(outcomes, o) }
 	})
 	ran := false
-	v, err := sqsonce.DoResult(context.Background(), p, "k", func(context.Context) (string, error) { ran = true; return "mine", nil })
+	v, err := DoResult(context.Background(), p, "k", func(context.Context) (string, error) { ran = true; return "mine", nil })
 	if err != nil || v != "holder's answer" || ran {
 		t.Fatalf("waiter: %q, %v, ran %v; want the holder's answer, nil, fn not run", v, err, ran)
 	}
 	if got := b.reads.Load(); got != 3 {
 		t.Errorf("%d reads, want 3 (one per interval, the third finding the completion)", got)
 	}
-	if len(outcomes) != 1 || outcomes[0].Kind != sqsonce.KindDuplicate || outcomes[0].Waited <= 0 {
+	if len(outcomes) != 1 || outcomes[0].Kind != KindDuplicate || outcomes[0].Waited <= 0 {
 		t.Errorf("outcomes %+v; want one Duplicate that waited", outcomes)
 	}
 }
@@ -247,7 +246,7 @@ func TestWaitInProgressRunsWhenTheHolderReleases(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	v, err := sqsonce.DoResult(context.Background(), p, "k", func(context.Context) (string, error) { return "mine", nil })
+	v, err := DoResult(context.Background(), p, "k", func(context.Context) (string, error) { return "mine", nil })
 	if err != nil || v != "mine" {
 		t.Fatalf("waiter after a release: %q, %v; want its own run", v, err)
 	}
@@ -276,18 +275,18 @@ func TestWaitInProgressIsBounded(t *testing.T) {
 		start := b.e.clock.Now()
 		p := b.waiter(t, wait, 0, nil)
 		err := p.Do(context.Background(), "k", func(context.Context) error { t.Error("fn ran under a live lock"); return nil })
-		if !errors.Is(err, sqsonce.ErrInProgress) {
+		if !errors.Is(err, ErrInProgress) {
 			t.Errorf("wait %v: %v, want ErrInProgress", wait, err)
 		}
 		if waited := b.e.clock.Now().Sub(start); waited != wait {
 			t.Errorf("wait %v: waited %v", wait, waited)
 		}
-		if got, max := int(b.reads.Load()), sqsonce.WaitReads(wait); got < 1 || got > max {
+		if got, max := int(b.reads.Load()), waitReads(wait); got < 1 || got > max {
 			t.Errorf("wait %v: %d reads, want 1 to %d", wait, got, max)
 		}
 	}
-	if got := sqsonce.WaitReads(10 * time.Second); got != 24 {
-		t.Errorf("WaitReads(10s) = %d; docs/library.md says 24", got)
+	if got := waitReads(10 * time.Second); got != 24 {
+		t.Errorf("waitReads(10s) = %d; docs/library.md says 24", got)
 	}
 }
 
@@ -297,7 +296,7 @@ func TestWaitInProgressEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := b.waiter(t, time.Minute, 2, cancel)
 	err := p.Do(ctx, "k", func(context.Context) error { return nil })
-	if !errors.Is(err, sqsonce.ErrInProgress) || b.sleeps.Load() != 2 || b.reads.Load() != 1 {
+	if !errors.Is(err, ErrInProgress) || b.sleeps.Load() != 2 || b.reads.Load() != 1 {
 		t.Errorf("cancelled wait: %v after %d sleeps, %d reads; want ErrInProgress, no read after the cancel", err, b.sleeps.Load(), b.reads.Load())
 	}
 }
@@ -305,7 +304,7 @@ func TestWaitInProgressEndsWithTheContext(t *testing.T) {
 func TestWaitIntervalGrowsWithJitter(t *testing.T) {
 	prevMin := time.Duration(0)
 	for attempt := range 8 {
-		lo, hi := sqsonce.WaitInterval(attempt, 0.999999), sqsonce.WaitInterval(attempt, 0)
+		lo, hi := waitInterval(attempt, 0.999999), waitInterval(attempt, 0)
 		if lo < hi/2 || lo > hi || hi > time.Second {
 			t.Errorf("attempt %d: interval from %v to %v; want within [step/2, step], step at most 1 s", attempt, lo, hi)
 		}

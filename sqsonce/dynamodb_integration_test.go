@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -90,9 +89,9 @@ func sameCalls(got, want map[string]int) bool {
 // doProcessor is a Processor for Do on store, at a clock that stands still
 // at now: a lock taken under a context without a deadline lasts until
 // now+15 min, and a completion's window ends at now+24 h.
-func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *sqsonce.Processor {
+func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *Processor {
 	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
+	p, err := New(Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +101,8 @@ func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *s
 // The lock of a Do under a context without a deadline, with LockTimeout
 // zero (Config's documentation), and the default window.
 const (
-	noDeadlineLock = 30 * time.Second
-	defaultWindow  = 24 * time.Hour
+	docNoDeadlineLock = 30 * time.Second
+	defaultWindow     = 24 * time.Hour
 )
 
 // TestDynaliteWithoutOldItem is the issue's case: on a store that does not
@@ -132,7 +131,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 			t.Error("a completed key's function ran again")
 		}
 		var held *store.HeldError
-		if !errors.Is(err, sqsonce.ErrDuplicate) || !errors.As(err, &held) {
+		if !errors.Is(err, ErrDuplicate) || !errors.As(err, &held) {
 			t.Fatalf("second Do: %v, want a *HeldError matching ErrDuplicate", err)
 		}
 		if want := now.Add(defaultWindow); !held.Until().Equal(want) || strings.Contains(err.Error(), "0001-01-01") {
@@ -147,10 +146,10 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		p := doProcessor(t, dynamostore.New(b.api, b.newTable(t)), now, 0)
 		boom := errors.New("boom")
 		var fences []int64
-		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return boom }); !errors.Is(err, boom) {
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, Fence(ctx)); return boom }); !errors.Is(err, boom) {
 			t.Fatalf("failing Do: %v, want its function's error", err)
 		}
-		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, sqsonce.Fence(ctx)); return nil }); err != nil {
+		if err := p.Do(ctx, "order-2", func(ctx context.Context) error { fences = append(fences, Fence(ctx)); return nil }); err != nil {
 			t.Fatalf("Do after a release: %v, want it to run", err)
 		}
 		if len(fences) != 2 || fences[1] != fences[0]+1 {
@@ -178,10 +177,10 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 			t.Error("a held key's function ran in a second Do")
 		}
 		var held *store.HeldError
-		if !errors.Is(err, sqsonce.ErrInProgress) || !errors.As(err, &held) {
+		if !errors.Is(err, ErrInProgress) || !errors.As(err, &held) {
 			t.Fatalf("Do while held: %v, want a *HeldError matching ErrInProgress", err)
 		}
-		if want := now.Add(noDeadlineLock); !held.Until().Equal(want) {
+		if want := now.Add(docNoDeadlineLock); !held.Until().Equal(want) {
 			t.Errorf("in progress until %s (%v), want the holder's lock expiry %s", held.Until(), err, want)
 		}
 		if got, want := calls(api), map[string]int{"acquire": 1, "read": 1}; !sameCalls(got, want) {
@@ -191,7 +190,7 @@ func TestDynaliteWithoutOldItem(t *testing.T) {
 		if err := <-holder; err != nil {
 			t.Fatalf("holder's Do: %v", err)
 		}
-		if err := p.Do(ctx, "order-3", func(context.Context) error { return nil }); !errors.Is(err, sqsonce.ErrDuplicate) {
+		if err := p.Do(ctx, "order-3", func(context.Context) error { return nil }); !errors.Is(err, ErrDuplicate) {
 			t.Errorf("Do after the holder completed: %v, want ErrDuplicate", err)
 		}
 	})
@@ -223,7 +222,7 @@ func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
 		}
 	}
 	step("a new key", map[string]int{"acquire": 1, "complete": 1}, func() error { return p.Do(ctx, "new", ok) }, nil)
-	step("a duplicate", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "new", ok) }, sqsonce.ErrDuplicate)
+	step("a duplicate", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "new", ok) }, ErrDuplicate)
 	boom := errors.New("boom")
 	step("a failure", map[string]int{"acquire": 1, "release": 1}, func() error {
 		return p.Do(ctx, "fails", func(context.Context) error { return boom })
@@ -235,14 +234,14 @@ func TestDynamoDBStoreCallsPerRecord(t *testing.T) {
 		holder <- p.Do(ctx, "held", func(context.Context) error { close(started); <-finish; return nil })
 	}()
 	<-started
-	step("an in-progress refusal", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "held", ok) }, sqsonce.ErrInProgress)
+	step("an in-progress refusal", map[string]int{"acquire": 1}, func() error { return p.Do(ctx, "held", ok) }, ErrInProgress)
 	close(finish)
 	if err := <-holder; err != nil {
 		t.Fatalf("holder's Do: %v", err)
 	}
 
 	step("a new key (local cache on)", map[string]int{"acquire": 1, "complete": 1}, func() error { return cached.Do(ctx, "warm", ok) }, nil)
-	step("a warm duplicate", map[string]int{}, func() error { return cached.Do(ctx, "warm", ok) }, sqsonce.ErrDuplicate)
+	step("a warm duplicate", map[string]int{}, func() error { return cached.Do(ctx, "warm", ok) }, ErrDuplicate)
 }
 
 // putItem writes a record by hand, as another version (or application) of
@@ -258,114 +257,5 @@ func putItem(t *testing.T, b backend, table string, attrs map[string]string, num
 	}
 	if _, err := b.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 		t.Fatalf("put %v: %v", item, err)
-	}
-}
-
-// TestDynamoDBStoreUnfencedLock: a live PROCESSING record written without a
-// fence (as every version before fencing wrote them: id, status, owner,
-// lockExpiresAt, expiresAt) reads with Fence 0 and is released by the
-// operator's release (Release with the lease read from the record), which
-// `sqs-once release --force` refused with "record changed since it was
-// read". The key is then acquired again, its fence starting from the
-// clock.
-func TestDynamoDBStoreUnfencedLock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			table := b.newTable(t)
-			st := dynamostore.New(b.api, table)
-			now := time.Now().Truncate(time.Millisecond)
-			id := store.RecordID("app", "legacy")
-			lockUntil := now.Add(10 * time.Minute)
-			putItem(t, b, table, map[string]string{
-				dynamostore.AttrID: id, dynamostore.AttrStatus: string(store.StatusProcessing), "owner": "old-version-owner",
-			}, map[string]int64{
-				"lockExpiresAt": lockUntil.UnixMilli(), dynamostore.AttrExpiresAt: lockUntil.Add(time.Hour).Unix(),
-			})
-
-			rec, err := st.Read(ctx, id)
-			if err != nil {
-				t.Fatalf("Read: %v", err)
-			}
-			if rec.Status != store.StatusProcessing || rec.Owner != "old-version-owner" || rec.Fence != 0 || !rec.LockExpiresAt.Equal(lockUntil) || !rec.Live(now) {
-				t.Fatalf("Read = %+v, want a live PROCESSING lock of old-version-owner until %s, fence 0", rec, lockUntil)
-			}
-			if _, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, sqsonce.ErrInProgress) {
-				t.Fatalf("Acquire of the unfenced live lock: %v, want ErrInProgress", err)
-			}
-
-			if err := st.Release(ctx, store.Lease{ID: rec.ID, Owner: rec.Owner}, now); err != nil {
-				t.Fatalf("the operator's release of an unfenced lock: %v", err)
-			}
-			if rec, err := st.Read(ctx, id); err != nil || rec.Status != store.StatusReleased {
-				t.Fatalf("after the release: %+v, %v; want RELEASED", rec, err)
-			}
-			lease, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "new", Now: now, LockUntil: now.Add(time.Minute)})
-			if err != nil {
-				t.Fatalf("Acquire after the release: %v", err)
-			}
-			if want := store.FenceSeed(now) + 1; lease.Fence != want || lease.TookOver {
-				t.Errorf("lease %+v, want fence %d (from the clock: the record had none), not a takeover", lease, want)
-			}
-			if rec, err := st.Read(ctx, id); err != nil || rec.Fence != lease.Fence || rec.Owner != "new" {
-				t.Errorf("after the acquisition: %+v, %v; want owner new, fence %d", rec, err, lease.Fence)
-			}
-		})
-	}
-}
-
-// TestDynamoDBStoreForeignRecord: a record the protocol did not write under
-// a key's id makes Acquire fail with ErrMisconfigured (the function does
-// not run, and no retry helps), whether the refusal carried the record or
-// the store read it.
-func TestDynamoDBStoreForeignRecord(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	now := time.Now().Truncate(time.Millisecond)
-	past := now.Add(-time.Hour)
-	cases := []struct {
-		name    string
-		attrs   map[string]string
-		numbers map[string]int64
-	}{
-		{"unknown status", map[string]string{dynamostore.AttrStatus: "FOO", "owner": "x"}, map[string]int64{"lockExpiresAt": past.UnixMilli(), dynamostore.AttrExpiresAt: past.Unix()}},
-		{"lock without expiry", map[string]string{dynamostore.AttrStatus: string(store.StatusProcessing), "owner": "x"}, map[string]int64{dynamostore.AttrExpiresAt: now.Add(time.Hour).Unix()}},
-		{"completion without window", map[string]string{dynamostore.AttrStatus: string(store.StatusCompleted), "owner": "x"}, nil},
-	}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			table := b.newTable(t)
-			api := &countingDynamo{AdminAPI: b.api}
-			st := dynamostore.New(api, table)
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					id := store.RecordID("app", c.name)
-					attrs := map[string]string{dynamostore.AttrID: id}
-					for k, v := range c.attrs {
-						attrs[k] = v
-					}
-					putItem(t, b, table, attrs, c.numbers)
-					calls(api)
-					_, err := st.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
-					if !errors.Is(err, sqsonce.ErrMisconfigured) {
-						t.Errorf("Acquire: %v, want ErrMisconfigured", err)
-					}
-					if errors.Is(err, sqsonce.ErrInProgress) || errors.Is(err, sqsonce.ErrDuplicate) {
-						t.Errorf("Acquire: %v, which a caller would take for a held key", err)
-					}
-					want := map[string]int{"acquire": 1, "read": 1}
-					if b.oldItemOnRefusal {
-						want = map[string]int{"acquire": 1}
-					}
-					if got := calls(api); !sameCalls(got, want) {
-						t.Errorf("calls %v, want %v", got, want)
-					}
-					if _, err := st.Read(ctx, id); !errors.Is(err, sqsonce.ErrMisconfigured) {
-						t.Errorf("Read: %v, want ErrMisconfigured", err)
-					}
-				})
-			}
-		})
 	}
 }

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 // Fuzz targets of the parsers that read outside input in package sqsonce:
 // the key a record's body or attributes give (KeySource) and the
@@ -23,7 +23,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 
@@ -57,8 +56,8 @@ func FuzzKeyFromBody(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, pointer, body string) {
-		src := sqsonce.KeyFromBody(pointer)
-		parsed, perr := sqsonce.ParseKeySource("body:" + pointer)
+		src := KeyFromBody(pointer)
+		parsed, perr := ParseKeySource("body:" + pointer)
 		tokens, valid := refPointer(pointer)
 		if (perr == nil) != valid {
 			t.Fatalf("ParseKeySource(body:%q) = %v; the pointer is valid per RFC 6901: %t", pointer, perr, valid)
@@ -77,7 +76,7 @@ func FuzzKeyFromBody(f *testing.F) {
 			t.Fatalf("same body, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
 		if err != nil {
-			if !errors.Is(err, sqsonce.ErrNoKey) {
+			if !errors.Is(err, ErrNoKey) {
 				t.Fatalf("refusal %v does not match ErrNoKey", err)
 			}
 			return
@@ -136,7 +135,7 @@ func FuzzParseKeySource(f *testing.F) {
 	f.Add("header:x", "", "", []byte(nil), "")
 	f.Add("messageid", "", "", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, spec, body, attrText string, attrBinary []byte, origID string) {
-		src, err := sqsonce.ParseKeySource(spec)
+		src, err := ParseKeySource(spec)
 		if err != nil {
 			if !strings.Contains(err.Error(), spec) && !strings.Contains(err.Error(), strconv.Quote(spec)) &&
 				!strings.Contains(err.Error(), "JSON pointer") && !strings.Contains(err.Error(), "attribute name") {
@@ -164,7 +163,7 @@ func FuzzParseKeySource(f *testing.F) {
 			t.Fatalf("same record, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
 		if err != nil {
-			if !errors.Is(err, sqsonce.ErrNoKey) || !strings.Contains(err.Error(), spec) {
+			if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), spec) {
 				t.Fatalf("refusal %v does not match ErrNoKey naming %s", err, spec)
 			}
 			return
@@ -372,26 +371,26 @@ func FuzzConfigFromEnv(f *testing.F) {
 			}
 		}
 		lookup := envconfig.Map(env)
-		cfg, err := sqsonce.ConfigFromEnv(lookup)
+		cfg, err := ConfigFromEnv(lookup)
 		if err != nil {
 			checkVarErrors(t, err, envVars)
 			return
 		}
 		// The same environment reads the same way.
-		if _, err := sqsonce.ConfigFromEnv(lookup); err != nil {
+		if _, err := ConfigFromEnv(lookup); err != nil {
 			t.Fatalf("accepted once, refused the second time: %v", err)
 		}
 		cfg.Store = sqsoncetest.NewStore()
-		_, err = sqsonce.New(cfg, noop)
+		_, err = New(cfg, noop)
 		callsSQS := cfg.OperatorQueueURL != "" || cfg.FailureBackoffBase > 0 || cfg.QueueURL != ""
 		if err != nil {
-			var ce *sqsonce.ConfigError
+			var ce *ConfigError
 			if !callsSQS || !errors.As(err, &ce) || ce.Field != "AWS" || len(unjoinAll(err)) != 1 {
 				t.Fatalf("ConfigFromEnv accepted %q, New refused it: %v", env, err)
 			}
 		}
 		cfg.AWS = aws.Config{Region: "us-east-1"}
-		if _, err := sqsonce.New(cfg, noop); err != nil {
+		if _, err := New(cfg, noop); err != nil {
 			t.Fatalf("ConfigFromEnv accepted %q, New refused it with an AWS configuration: %v", env, err)
 		}
 	})

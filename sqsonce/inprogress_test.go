@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/memstore"
@@ -24,16 +23,16 @@ type inProgressBed struct {
 	store  *memstore.Store
 	queues *fakeQueues
 	url    string
-	p      *sqsonce.Processor
+	p      *Processor
 	runs   atomic.Int32
 }
 
-func newInProgressBed(t *testing.T, configure func(*sqsonce.Config)) *inProgressBed {
+func newInProgressBed(t *testing.T, configure func(*Config)) *inProgressBed {
 	t.Helper()
 	b := &inProgressBed{store: sqsoncetest.NewStore(), queues: newFakeQueues()}
 	b.url = b.queues.newQueue(t, false, nil)
-	cfg := sqsonce.Config{
-		Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/orderId"),
+	cfg := Config{
+		Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId"),
 		// A dummy region: the SQS calls go to the fake.
 		AWS:  awsOffline(),
 		Rand: func() float64 { return 0.5 },
@@ -41,11 +40,11 @@ func newInProgressBed(t *testing.T, configure func(*sqsonce.Config)) *inProgress
 	if configure != nil {
 		configure(&cfg)
 	}
-	var h sqsonce.Handler
+	var h Handler
 	if cfg.Target == nil {
 		h = func(context.Context, events.SQSMessage) error { b.runs.Add(1); return nil }
 	}
-	p, err := sqsonce.NewProcessorForTest(cfg, h, b.queues, nil, nil)
+	p, err := newProcessor(cfg, h, deps{sqs: b.queues})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	var log syncBuffer
-	p, err := sqsonce.New(sqsonce.Config{Store: st, Now: st.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
+	p, err := New(Config{Store: st, Now: st.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
 		func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +138,7 @@ func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 // effect, and no batch item failure.
 func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	t.Run("handler", func(t *testing.T) {
-		b := newInProgressBed(t, func(c *sqsonce.Config) { c.MaxConcurrency = 10 })
+		b := newInProgressBed(t, func(c *Config) { c.MaxConcurrency = 10 })
 		if failed := b.handle(t, b.record(t, "m-1", "A-1"), b.record(t, "m-2", "A-2"), b.record(t, "m-3", "A-1")); len(failed) != 0 {
 			t.Fatalf("failed %v, want none", failed)
 		}
@@ -150,14 +149,13 @@ func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	t.Run("handler, the first copy failed", func(t *testing.T) {
 		b := newInProgressBed(t, nil)
 		calls := 0
-		p, err := sqsonce.NewProcessorForTest(sqsonce.Config{Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/orderId")},
-			func(context.Context, events.SQSMessage) error {
-				calls++ // one unit: the copies never run at once
-				if calls == 1 {
-					return errors.New("downstream down")
-				}
-				return nil
-			}, b.queues, nil, nil)
+		p, err := newProcessor(Config{Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId")}, func(context.Context, events.SQSMessage) error {
+			calls++ // one unit: the copies never run at once
+			if calls == 1 {
+				return errors.New("downstream down")
+			}
+			return nil
+		}, deps{sqs: b.queues})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +169,7 @@ func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	})
 	t.Run("target", func(t *testing.T) {
 		tg := &countingTarget{}
-		b := newInProgressBed(t, func(c *sqsonce.Config) { c.Target = tg })
+		b := newInProgressBed(t, func(c *Config) { c.Target = tg })
 		if failed := b.handle(t, b.record(t, "m-1", "A-1"), b.record(t, "m-2", "A-1")); len(failed) != 0 {
 			t.Fatalf("failed %v, want none", failed)
 		}
@@ -184,7 +182,7 @@ func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 // countingTarget accepts every message and counts them.
 type countingTarget struct{ delivered atomic.Int32 }
 
-func (c *countingTarget) Deliver(_ context.Context, msgs []sqsonce.Delivery) []error {
+func (c *countingTarget) Deliver(_ context.Context, msgs []Delivery) []error {
 	c.delivered.Add(int32(len(msgs)))
 	return make([]error, len(msgs))
 }

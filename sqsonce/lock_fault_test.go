@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
@@ -53,16 +52,16 @@ func (f *lockFakeDynamo) GetItem(context.Context, *dynamodb.GetItemInput, ...fun
 // lockFakeLocker is a locker on the DynamoDB store over fake, on the clock
 // now (nil: the real one), sleeping with sleep between completion attempts
 // (nil: not at all).
-func lockFakeLocker(t *testing.T, fake *lockFakeDynamo, now func() time.Time, sleep func(context.Context, time.Duration) error) *sqsonce.Locker {
+func lockFakeLocker(t *testing.T, fake *lockFakeDynamo, now func() time.Time, sleep func(context.Context, time.Duration) error) *locker {
 	t.Helper()
 	if sleep == nil {
 		sleep = lockNoSleep
 	}
-	l, err := sqsonce.NewLocker(sqsonce.Config{Store: dynamostore.New(fake, "t"), KeyPrefix: "p", Now: now, Logger: lockQuiet}, nil, sleep)
+	p, err := newProcessor(Config{Store: dynamostore.New(fake, "t"), KeyPrefix: "p", Now: now, Logger: lockQuiet}, nil, deps{sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return p.lock
 }
 
 var lockThrottled = &types.ProvisionedThroughputExceededException{Message: new("rate exceeded")}
@@ -74,12 +73,12 @@ func TestLockUnavailableStoreNeverRunsHandler(t *testing.T) {
 			t.Parallel()
 			l := lockFakeLocker(t, &lockFakeDynamo{acquireErr: fault}, nil, nil)
 			ran := false
-			res := l.Do(context.Background(), "k", func(context.Context) error { ran = true; return nil })
-			if ran || res.Outcome != sqsonce.LockNotAcquired {
-				t.Fatalf("outcome %v, ran %v: the handler must never run without the lock", res.Outcome, ran)
+			res := l.do(context.Background(), "k", "", 0, noResult(func(context.Context) error { ran = true; return nil }))
+			if ran || res.outcome != notAcquired {
+				t.Fatalf("outcome %v, ran %v: the handler must never run without the lock", res.outcome, ran)
 			}
-			if !errors.Is(res.Err, sqsonce.ErrUnavailable) || !errors.Is(res.Err, fault) {
-				t.Errorf("error %v should match ErrUnavailable and unwrap to %v", res.Err, fault)
+			if !errors.Is(res.err, ErrUnavailable) || !errors.Is(res.err, fault) {
+				t.Errorf("error %v should match ErrUnavailable and unwrap to %v", res.err, fault)
 			}
 		})
 	}
@@ -90,12 +89,12 @@ func TestLockCompletionIsRetriedWithinTheDeadline(t *testing.T) {
 	tests := []struct {
 		name        string
 		updateErrs  []error
-		want        sqsonce.LockOutcome
+		want        lockOutcome
 		wantUpdates int
 	}{
-		{"transient failure then success", []error{lockThrottled, lockThrottled}, sqsonce.LockProcessed, 3},
-		{"persistent failure", []error{lockThrottled, lockThrottled, lockThrottled, lockThrottled, lockThrottled}, sqsonce.LockProcessedUnrecorded, 4},
-		{"lock lost is not retried", []error{&types.ConditionalCheckFailedException{}}, sqsonce.LockProcessedUnrecorded, 1},
+		{"transient failure then success", []error{lockThrottled, lockThrottled}, processed, 3},
+		{"persistent failure", []error{lockThrottled, lockThrottled, lockThrottled, lockThrottled, lockThrottled}, processedUnrecorded, 4},
+		{"lock lost is not retried", []error{&types.ConditionalCheckFailedException{}}, processedUnrecorded, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,9 +102,9 @@ func TestLockCompletionIsRetriedWithinTheDeadline(t *testing.T) {
 			fake := &lockFakeDynamo{updateErrs: tt.updateErrs}
 			var slept []time.Duration
 			l := lockFakeLocker(t, fake, nil, func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil })
-			res := l.Do(context.Background(), "k", lockSucceed)
-			if res.Outcome != tt.want || fake.updates != tt.wantUpdates {
-				t.Fatalf("outcome %v after %d completion writes (%v), want %v after %d", res.Outcome, fake.updates, res.Err, tt.want, tt.wantUpdates)
+			res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed))
+			if res.outcome != tt.want || fake.updates != tt.wantUpdates {
+				t.Fatalf("outcome %v after %d completion writes (%v), want %v after %d", res.outcome, fake.updates, res.err, tt.want, tt.wantUpdates)
 			}
 			if len(slept) != tt.wantUpdates-1 {
 				t.Errorf("slept %v between %d attempts", slept, tt.wantUpdates)
@@ -122,8 +121,8 @@ func TestLockCompletionRetryRefusesToWaitPastDeadline(t *testing.T) {
 	fake := &lockFakeDynamo{updateErrs: []error{lockThrottled, lockThrottled, lockThrottled, lockThrottled}}
 	l := lockFakeLocker(t, fake, func() time.Time { return now },
 		func(context.Context, time.Duration) error { t.Error("slept past the deadline"); return nil })
-	if res := l.Do(ctx, "k", lockSucceed); res.Outcome != sqsonce.LockProcessedUnrecorded || fake.updates != 1 {
-		t.Fatalf("outcome %v after %d writes, want processed-unrecorded after 1", res.Outcome, fake.updates)
+	if res := l.do(ctx, "k", "", 0, noResult(lockSucceed)); res.outcome != processedUnrecorded || fake.updates != 1 {
+		t.Fatalf("outcome %v after %d writes, want processed-unrecorded after 1", res.outcome, fake.updates)
 	}
 }
 
@@ -145,12 +144,12 @@ func TestLockMisconfiguredStoreIsToldApartFromAnOutage(t *testing.T) {
 		t.Run(tt.fault.Error(), func(t *testing.T) {
 			t.Parallel()
 			l := lockFakeLocker(t, &lockFakeDynamo{acquireErr: tt.fault}, nil, nil)
-			res := l.Do(context.Background(), "k", lockSucceed)
-			if res.Outcome != sqsonce.LockNotAcquired ||
-				errors.Is(res.Err, sqsonce.ErrMisconfigured) != tt.wantMisconfigured ||
-				errors.Is(res.Err, sqsonce.ErrUnavailable) == tt.wantMisconfigured {
+			res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed))
+			if res.outcome != notAcquired ||
+				errors.Is(res.err, ErrMisconfigured) != tt.wantMisconfigured ||
+				errors.Is(res.err, ErrUnavailable) == tt.wantMisconfigured {
 				t.Errorf("%v: outcome %v, misconfigured=%v unavailable=%v; want misconfigured=%v",
-					tt.fault, res.Outcome, errors.Is(res.Err, sqsonce.ErrMisconfigured), errors.Is(res.Err, sqsonce.ErrUnavailable), tt.wantMisconfigured)
+					tt.fault, res.outcome, errors.Is(res.err, ErrMisconfigured), errors.Is(res.err, ErrUnavailable), tt.wantMisconfigured)
 			}
 		})
 	}
@@ -163,7 +162,7 @@ func TestLockHandlerDeadlineLeavesTimeToRecordCompletion(t *testing.T) {
 		left, wantReserve time.Duration
 	}{
 		{10 * time.Second, time.Second},
-		{5 * time.Minute, sqsonce.LockMaxCompletionReserve},
+		{5 * time.Minute, maxCompletionReserve},
 	}
 	for _, tt := range tests {
 		t.Run(tt.left.String(), func(t *testing.T) {
@@ -172,7 +171,7 @@ func TestLockHandlerDeadlineLeavesTimeToRecordCompletion(t *testing.T) {
 			defer cancel()
 			l := lockFakeLocker(t, &lockFakeDynamo{}, func() time.Time { return now }, nil)
 			var fnDeadline time.Time
-			l.Do(ctx, "k", func(ctx context.Context) error { fnDeadline, _ = ctx.Deadline(); return nil })
+			l.do(ctx, "k", "", 0, noResult(func(ctx context.Context) error { fnDeadline, _ = ctx.Deadline(); return nil }))
 			if want := now.Add(tt.left - tt.wantReserve); !fnDeadline.Equal(want) {
 				t.Errorf("handler deadline %v, want %v: %v kept back for the completion", fnDeadline, want, tt.wantReserve)
 			}

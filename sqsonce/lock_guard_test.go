@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -17,17 +16,17 @@ func TestLockConcurrentHoldersRunHandlerOnce(t *testing.T) {
 		const holders = 32
 		var runs atomic.Int32
 		var wg sync.WaitGroup
-		outcomes := make([]sqsonce.LockOutcome, holders)
+		outcomes := make([]lockOutcome, holders)
 		start := make(chan struct{})
 		for i := range holders {
 			// Each holder has its own Store, as separate Lambda instances do.
 			l := e.locker(t, e.newStore())
 			wg.Go(func() {
 				<-start
-				outcomes[i] = l.Do(context.Background(), "order-42", func(context.Context) error {
+				outcomes[i] = l.do(context.Background(), "order-42", "", 0, noResult(func(context.Context) error {
 					runs.Add(1)
 					return nil
-				}).Outcome
+				})).outcome
 			})
 		}
 		close(start)
@@ -36,11 +35,11 @@ func TestLockConcurrentHoldersRunHandlerOnce(t *testing.T) {
 		if got := runs.Load(); got != 1 {
 			t.Fatalf("handler ran %d times across %d racing holders, want exactly 1", got, holders)
 		}
-		count := map[sqsonce.LockOutcome]int{}
+		count := map[lockOutcome]int{}
 		for _, o := range outcomes {
 			count[o]++
 		}
-		if count[sqsonce.LockProcessed] != 1 || count[sqsonce.LockDuplicate]+count[sqsonce.LockInProgress] != holders-1 {
+		if count[processed] != 1 || count[duplicate]+count[inProgress] != holders-1 {
 			t.Errorf("outcomes %v: want 1 processed and the rest duplicate or in-progress", count)
 		}
 	})
@@ -49,8 +48,8 @@ func TestLockConcurrentHoldersRunHandlerOnce(t *testing.T) {
 func TestLockDuplicateAfterCompletionDoesNotRun(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		l := e.locker(t, e.store)
-		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockProcessed {
-			t.Fatalf("first delivery: %v (%v), want processed", res.Outcome, res.Err)
+		if res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
+			t.Fatalf("first delivery: %v (%v), want processed", res.outcome, res.err)
 		}
 		rec, _ := e.read(t, lockID("k"))
 		if rec.Status != store.StatusCompleted {
@@ -63,13 +62,13 @@ func TestLockDuplicateAfterCompletionDoesNotRun(t *testing.T) {
 
 		e.clock.Advance(59 * time.Minute)
 		ran := false
-		res := l.Do(context.Background(), "k", func(context.Context) error { ran = true; return nil })
-		if res.Outcome != sqsonce.LockDuplicate || ran {
-			t.Fatalf("second delivery: outcome %v, handler ran %v; want duplicate, not run", res.Outcome, ran)
+		res := l.do(context.Background(), "k", "", 0, noResult(func(context.Context) error { ran = true; return nil }))
+		if res.outcome != duplicate || ran {
+			t.Fatalf("second delivery: outcome %v, handler ran %v; want duplicate, not run", res.outcome, ran)
 		}
 		var held *store.HeldError
-		if !errors.As(res.Err, &held) || !errors.Is(res.Err, sqsonce.ErrDuplicate) || held.Until().Unix() != wantExpiry {
-			t.Errorf("refusal %v should be a *HeldError matching ErrDuplicate until %d", res.Err, wantExpiry)
+		if !errors.As(res.err, &held) || !errors.Is(res.err, ErrDuplicate) || held.Until().Unix() != wantExpiry {
+			t.Errorf("refusal %v should be a *HeldError matching ErrDuplicate until %d", res.err, wantExpiry)
 		}
 	})
 }
@@ -79,19 +78,19 @@ func TestLockInProgressUntilLockExpiresThenTakenOver(t *testing.T) {
 		first := e.acquire(t, e.store, "first", "k", "", 30*time.Second)
 		l := e.locker(t, e.store)
 
-		res := l.Do(context.Background(), "k", lockSucceed)
-		if res.Outcome != sqsonce.LockInProgress || !errors.Is(res.Err, sqsonce.ErrInProgress) {
-			t.Fatalf("while locked: %v (%v), want in-progress", res.Outcome, res.Err)
+		res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed))
+		if res.outcome != inProgress || !errors.Is(res.err, ErrInProgress) {
+			t.Fatalf("while locked: %v (%v), want in-progress", res.outcome, res.err)
 		}
 		var held *store.HeldError
-		if !errors.As(res.Err, &held) || !held.Until().Equal(first.LockExpiresAt) {
-			t.Errorf("refusal %v should say the lock ends at %v", res.Err, first.LockExpiresAt)
+		if !errors.As(res.err, &held) || !held.Until().Equal(first.LockExpiresAt) {
+			t.Errorf("refusal %v should say the lock ends at %v", res.err, first.LockExpiresAt)
 		}
 
 		e.clock.Advance(30*time.Second + time.Millisecond)
-		res = l.Do(context.Background(), "k", lockSucceed)
-		if res.Outcome != sqsonce.LockProcessed || !res.TookOver {
-			t.Fatalf("after lock expiry: %v took over=%v (%v), want processed by takeover", res.Outcome, res.TookOver, res.Err)
+		res = l.do(context.Background(), "k", "", 0, noResult(lockSucceed))
+		if res.outcome != processed || !res.tookOver {
+			t.Fatalf("after lock expiry: %v took over=%v (%v), want processed by takeover", res.outcome, res.tookOver, res.err)
 		}
 	})
 }
@@ -99,8 +98,8 @@ func TestLockInProgressUntilLockExpiresThenTakenOver(t *testing.T) {
 func TestLockExpiredCompletionCountsAsAbsent(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		l := e.locker(t, e.store)
-		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockProcessed {
-			t.Fatal(res.Err)
+		if res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
+			t.Fatal(res.err)
 		}
 		// Past the window but before TTL gets round to deleting the item.
 		e.clock.Advance(time.Hour + time.Second)
@@ -108,9 +107,9 @@ func TestLockExpiredCompletionCountsAsAbsent(t *testing.T) {
 			t.Fatal("record vanished; the test needs it present past expiresAt")
 		}
 		runs := 0
-		res := l.Do(context.Background(), "k", func(context.Context) error { runs++; return nil })
-		if res.Outcome != sqsonce.LockProcessed || runs != 1 || !res.TookOver {
-			t.Fatalf("after the window: %v ran %d took over=%v, want processed once by takeover", res.Outcome, runs, res.TookOver)
+		res := l.do(context.Background(), "k", "", 0, noResult(func(context.Context) error { runs++; return nil }))
+		if res.outcome != processed || runs != 1 || !res.tookOver {
+			t.Fatalf("after the window: %v ran %d took over=%v, want processed once by takeover", res.outcome, runs, res.tookOver)
 		}
 	})
 }
@@ -119,25 +118,25 @@ func TestLockFailedHandlerReleasesLockForImmediateRetry(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		l := e.locker(t, e.store)
 		boom := errors.New("downstream 503")
-		res := l.Do(context.Background(), "k", func(context.Context) error { return boom })
-		if res.Outcome != sqsonce.LockFailed || !errors.Is(res.Err, boom) || res.ReleaseErr != nil {
-			t.Fatalf("failing handler: %v err=%v release=%v", res.Outcome, res.Err, res.ReleaseErr)
+		res := l.do(context.Background(), "k", "", 0, noResult(func(context.Context) error { return boom }))
+		if res.outcome != failed || !errors.Is(res.err, boom) || res.releaseErr != nil {
+			t.Fatalf("failing handler: %v err=%v release=%v", res.outcome, res.err, res.releaseErr)
 		}
 		if s := e.status(t, lockID("k")); s != store.StatusReleased {
 			t.Fatalf("status %q, want RELEASED: the record keeps its fence", s)
 		}
-		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockProcessed {
-			t.Fatalf("retry after release: %v (%v)", res.Outcome, res.Err)
+		if res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
+			t.Fatalf("retry after release: %v (%v)", res.outcome, res.err)
 		}
 	})
 }
 
 func TestLockKeysArePrefixedSoConsumersCanShareATable(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
-		other := e.locker(t, e.newStore(), func(c *sqsonce.Config) { c.KeyPrefix = "emails-fn" })
-		for _, l := range []*sqsonce.Locker{e.locker(t, e.store), other} {
-			if res := l.Do(context.Background(), "same-key", lockSucceed); res.Outcome != sqsonce.LockProcessed {
-				t.Fatalf("prefix consumer: %v (%v), want processed: prefixes must not collide", res.Outcome, res.Err)
+		other := e.locker(t, e.newStore(), func(c *Config) { c.KeyPrefix = "emails-fn" })
+		for _, l := range []*locker{e.locker(t, e.store), other} {
+			if res := l.do(context.Background(), "same-key", "", 0, noResult(lockSucceed)); res.outcome != processed {
+				t.Fatalf("prefix consumer: %v (%v), want processed: prefixes must not collide", res.outcome, res.err)
 			}
 		}
 		for _, id := range []string{"orders-fn#same-key", "emails-fn#same-key"} {
@@ -159,12 +158,12 @@ func TestLockLength(t *testing.T) {
 			want        time.Time
 		}{
 			{"LockTimeout wins", 2 * time.Minute, true, now.Add(2 * time.Minute)},
-			{"invocation deadline plus margin", 0, true, deadline.Add(sqsonce.LockDeadlineMargin)},
-			{"never open-ended", 0, false, now.Add(sqsonce.LockNoDeadline)},
+			{"invocation deadline plus margin", 0, true, deadline.Add(deadlineMargin)},
+			{"never open-ended", 0, false, now.Add(noDeadlineLock)},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				l := e.locker(t, e.store, func(c *sqsonce.Config) { c.LockTimeout = tt.lockTimeout })
+				l := e.locker(t, e.store, func(c *Config) { c.LockTimeout = tt.lockTimeout })
 				ctx := context.Background()
 				if tt.deadline {
 					// A deadline in the real future, so a store call is not
@@ -174,7 +173,7 @@ func TestLockLength(t *testing.T) {
 					defer cancel()
 				}
 				var rec store.Record
-				l.Do(ctx, tt.name, func(context.Context) error { rec, _ = e.read(t, lockID(tt.name)); return nil })
+				l.do(ctx, tt.name, "", 0, noResult(func(context.Context) error { rec, _ = e.read(t, lockID(tt.name)); return nil }))
 				if got := rec.LockExpiresAt.UnixMilli(); got != tt.want.UnixMilli() {
 					t.Errorf("lockExpiresAt = %d, want %d", got, tt.want.UnixMilli())
 				}
@@ -193,13 +192,13 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 			t.Errorf("takeover of an expired lock: %+v, want TookOver", fresh)
 		}
 
-		if err := e.store.Complete(ctx, stale, e.clock.Now().Add(time.Hour), nil); !errors.Is(err, sqsonce.ErrLockLost) {
+		if err := e.store.Complete(ctx, stale, e.clock.Now().Add(time.Hour), nil); !errors.Is(err, ErrLockLost) {
 			t.Errorf("stale complete: %v, want ErrLockLost", err)
 		}
-		if err := e.store.Release(ctx, stale, e.clock.Now()); !errors.Is(err, sqsonce.ErrLockLost) {
+		if err := e.store.Release(ctx, stale, e.clock.Now()); !errors.Is(err, ErrLockLost) {
 			t.Errorf("stale release: %v, want ErrLockLost", err)
 		}
-		if _, err := e.store.Renew(ctx, stale, e.clock.Now().Add(time.Minute)); !errors.Is(err, sqsonce.ErrLockLost) {
+		if _, err := e.store.Renew(ctx, stale, e.clock.Now().Add(time.Minute)); !errors.Is(err, ErrLockLost) {
 			t.Errorf("stale renew: %v, want ErrLockLost", err)
 		}
 		rec, _ := e.read(t, lockID("k"))

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/testclock"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -133,15 +132,15 @@ var lockQuiet = slog.New(slog.DiscardHandler)
 
 // lockConfig is the lock tests' configuration: a 30 s lock, a window of an
 // hour, the test's clock.
-func (e *lockEnv) lockConfig(st store.Store) sqsonce.Config {
-	return sqsonce.Config{Store: st, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Now: e.clock.Now, Logger: lockQuiet}
+func (e *lockEnv) lockConfig(st store.Store) Config {
+	return Config{Store: st, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Now: e.clock.Now, Logger: lockQuiet}
 }
 
 // locker is the locker New builds for a holder on store, configured as
 // lockConfig and then configure say. Its renewals wait on real timers, which
 // never fire within a test (see lockRenewing for the test's clock), and it
 // retries a completion without waiting.
-func (e *lockEnv) locker(t testing.TB, st store.Store, configure ...func(*sqsonce.Config)) *sqsonce.Locker {
+func (e *lockEnv) locker(t testing.TB, st store.Store, configure ...func(*Config)) *locker {
 	t.Helper()
 	cfg := e.lockConfig(st)
 	for _, c := range configure {
@@ -150,13 +149,21 @@ func (e *lockEnv) locker(t testing.TB, st store.Store, configure ...func(*sqsonc
 	return lockNewLocker(t, cfg, nil)
 }
 
-func lockNewLocker(t testing.TB, cfg sqsonce.Config, after func(time.Duration) <-chan time.Time) *sqsonce.Locker {
+// lockNewLocker is the locker New builds for cfg (through the same
+// constructor), with the renewal's timer after (nil: the real one) and a
+// completion retried without waiting.
+func lockNewLocker(t testing.TB, cfg Config, after func(time.Duration) <-chan time.Time) *locker {
 	t.Helper()
-	l, err := sqsonce.NewLocker(cfg, after, lockNoSleep)
+	p, err := newProcessor(cfg, nil, deps{after: after, sleep: lockNoSleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return p.lock
+}
+
+// noResult is fn as the locker runs it: a function with no result, as Do's.
+func noResult(fn func(context.Context) error) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) { return nil, fn(ctx) }
 }
 
 func lockNoSleep(context.Context, time.Duration) error { return nil }
@@ -190,7 +197,7 @@ func (e *lockEnv) acquire(t *testing.T, st store.Store, owner, key, hash string,
 // and a function that runs until the test lets it finish.
 type lockRenewing struct {
 	clock   *testclock.Clock
-	locker  *sqsonce.Locker
+	locker  *locker
 	started chan struct{}
 	finish  chan error
 }
@@ -218,9 +225,9 @@ func (r lockRenewing) slow(ctx context.Context) error {
 }
 
 // run starts slow under key's lock, and returns once it runs.
-func (r lockRenewing) run(key string) <-chan sqsonce.LockResult {
-	done := make(chan sqsonce.LockResult)
-	go func() { done <- r.locker.Do(context.Background(), key, r.slow) }()
+func (r lockRenewing) run(key string) <-chan lockResult {
+	done := make(chan lockResult)
+	go func() { done <- r.locker.do(context.Background(), key, "", 0, noResult(r.slow)) }()
 	<-r.started
 	return done
 }

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -18,34 +17,34 @@ func TestLockHoldFinish(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		workErr error
-		want    sqsonce.LockOutcome
+		want    lockOutcome
 		status  store.Status
 	}{
-		{"success completes", nil, sqsonce.LockProcessed, store.StatusCompleted},
-		{"failure releases", errors.New("consumer failed"), sqsonce.LockFailed, store.StatusReleased},
+		{"success completes", nil, processed, store.StatusCompleted},
+		{"failure releases", errors.New("consumer failed"), failed, store.StatusReleased},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 				l := e.locker(t, e.store)
-				h, res := l.Acquire(ctx, "k", "")
+				h, res := l.acquire(ctx, "k", "")
 				if h == nil {
-					t.Fatalf("Acquire: %v (%v)", res.Outcome, res.Err)
+					t.Fatalf("Acquire: %v (%v)", res.outcome, res.err)
 				}
-				key, fence := sqsonce.Key(h.Context()), sqsonce.Fence(h.Context())
-				if key != "k" || fence != h.Lease().Fence || fence < e.firstFence() {
-					t.Errorf("work context key %q fence %d, hold lease %+v", key, fence, h.Lease())
+				key, fence := Key(h.ctx), Fence(h.ctx)
+				if key != "k" || fence != h.lease.Fence || fence < e.firstFence() {
+					t.Errorf("work context key %q fence %d, hold lease %+v", key, fence, h.lease)
 				}
-				if _, held := l.Acquire(ctx, "k", ""); held.Outcome != sqsonce.LockInProgress {
-					t.Errorf("second Acquire while held: %v, want in-progress", held.Outcome)
+				if _, held := l.acquire(ctx, "k", ""); held.outcome != inProgress {
+					t.Errorf("second Acquire while held: %v, want in-progress", held.outcome)
 				}
-				got := h.Finish(ctx, tt.workErr)
-				if got.Outcome != tt.want || got.Fence != fence {
-					t.Errorf("Finish: %v fence %d (%v), want %v fence %d", got.Outcome, got.Fence, got.Err, tt.want, fence)
+				got := h.finish(ctx, nil, tt.workErr)
+				if got.outcome != tt.want || got.fence != fence {
+					t.Errorf("Finish: %v fence %d (%v), want %v fence %d", got.outcome, got.fence, got.err, tt.want, fence)
 				}
 				if s := e.status(t, lockID("k")); s != tt.status {
 					t.Errorf("status %s, want %s", s, tt.status)
 				}
-				if h.Context().Err() == nil {
+				if h.ctx.Err() == nil {
 					t.Error("the work context is still live after Finish")
 				}
 			})
@@ -60,24 +59,24 @@ func TestLockHoldAbandonKeepsTheLockUntilItExpires(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		ctx := context.Background()
 		l := e.locker(t, e.store)
-		h, res := l.Acquire(ctx, "k", "")
+		h, res := l.acquire(ctx, "k", "")
 		if h == nil {
-			t.Fatalf("Acquire: %v (%v)", res.Outcome, res.Err)
+			t.Fatalf("Acquire: %v (%v)", res.outcome, res.err)
 		}
-		lease := h.Abandon()
+		lease := h.abandon()
 		if s := e.status(t, lockID("k")); s != store.StatusProcessing {
 			t.Fatalf("status %s after Abandon, want %s", s, store.StatusProcessing)
 		}
-		if _, again := l.Acquire(ctx, "k", ""); again.Outcome != sqsonce.LockInProgress {
-			t.Fatalf("Acquire before expiry: %v, want in-progress", again.Outcome)
+		if _, again := l.acquire(ctx, "k", ""); again.outcome != inProgress {
+			t.Fatalf("Acquire before expiry: %v, want in-progress", again.outcome)
 		}
 		e.clock.Advance(lease.LockExpiresAt.Sub(e.clock.Now()) + time.Millisecond)
-		next, res := l.Acquire(ctx, "k", "")
+		next, res := l.acquire(ctx, "k", "")
 		if next == nil {
-			t.Fatalf("Acquire after expiry: %v (%v)", res.Outcome, res.Err)
+			t.Fatalf("Acquire after expiry: %v (%v)", res.outcome, res.err)
 		}
-		if got := next.Finish(ctx, nil); got.Outcome != sqsonce.LockProcessed || !got.TookOver || got.Fence <= lease.Fence {
-			t.Errorf("after expiry: %v took over %v fence %d, want processed by takeover with a fence above %d", got.Outcome, got.TookOver, got.Fence, lease.Fence)
+		if got := next.finish(ctx, nil, nil); got.outcome != processed || !got.tookOver || got.fence <= lease.Fence {
+			t.Errorf("after expiry: %v took over %v fence %d, want processed by takeover with a fence above %d", got.outcome, got.tookOver, got.fence, lease.Fence)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -17,10 +16,10 @@ func TestLockFenceGrowsWithEveryAcquisition(t *testing.T) {
 		l := e.locker(t, e.store)
 		var seen []int64
 		record := func(ctx context.Context) error {
-			if key := sqsonce.Key(ctx); key != "k" {
+			if key := Key(ctx); key != "k" {
 				t.Errorf("fn's context has key %q, want the key's lease", key)
 			}
-			seen = append(seen, sqsonce.Fence(ctx))
+			seen = append(seen, Fence(ctx))
 			return nil
 		}
 
@@ -32,14 +31,14 @@ func TestLockFenceGrowsWithEveryAcquisition(t *testing.T) {
 		}
 		// Takeover of the expired lock.
 		e.clock.Advance(2 * time.Second)
-		res := l.Do(ctx, "k", record)
-		if res.Outcome != sqsonce.LockProcessed || res.Fence != f1+1 {
-			t.Fatalf("takeover: %v fence %d (%v); want processed with fence %d", res.Outcome, res.Fence, res.Err, f1+1)
+		res := l.do(ctx, "k", "", 0, noResult(record))
+		if res.outcome != processed || res.fence != f1+1 {
+			t.Fatalf("takeover: %v fence %d (%v); want processed with fence %d", res.outcome, res.fence, res.err, f1+1)
 		}
 		// Takeover of a completion whose window ended, before TTL deleted it.
 		e.clock.Advance(time.Hour + time.Second)
-		if res := l.Do(ctx, "k", record); res.Outcome != sqsonce.LockProcessed || res.Fence != f1+2 {
-			t.Fatalf("after the window: %v fence %d; want processed with fence %d", res.Outcome, res.Fence, f1+2)
+		if res := l.do(ctx, "k", "", 0, noResult(record)); res.outcome != processed || res.fence != f1+2 {
+			t.Fatalf("after the window: %v fence %d; want processed with fence %d", res.outcome, res.fence, f1+2)
 		}
 		if len(seen) != 2 || seen[0] != f1+1 || seen[1] != f1+2 {
 			t.Errorf("fn saw fences %v, want [%d %d]", seen, f1+1, f1+2)
@@ -47,9 +46,9 @@ func TestLockFenceGrowsWithEveryAcquisition(t *testing.T) {
 		// A failure releases the lock but keeps the record: the retry's fence
 		// is still one more, never back to a smaller number.
 		e.clock.Advance(time.Hour + time.Second)
-		l.Do(ctx, "k", func(context.Context) error { return errors.New("fails") })
-		if res := l.Do(ctx, "k", record); res.Fence != f1+4 {
-			t.Errorf("after a release: fence %d, want %d", res.Fence, f1+4)
+		l.do(ctx, "k", "", 0, noResult(func(context.Context) error { return errors.New("fails") }))
+		if res := l.do(ctx, "k", "", 0, noResult(record)); res.fence != f1+4 {
+			t.Errorf("after a release: fence %d, want %d", res.fence, f1+4)
 		}
 	})
 }
@@ -84,17 +83,17 @@ func TestLockOnlyAnExplicitSuccessCompletes(t *testing.T) {
 			wantErr func(error) bool
 		}{
 			{"runtime.Goexit, as t.FailNow calls it", func(context.Context) error { runtime.Goexit(); return nil },
-				func(err error) bool { return errors.Is(err, sqsonce.ErrExited) }},
+				func(err error) bool { return errors.Is(err, ErrExited) }},
 			{"panic", func(context.Context) error { panic("boom") },
-				func(err error) bool { var p *sqsonce.PanicError; return errors.As(err, &p) && p.Value == "boom" }},
+				func(err error) bool { var p *PanicError; return errors.As(err, &p) && p.Value == "boom" }},
 			{"panic(nil)", func(context.Context) error { panic(nil) },
-				func(err error) bool { var p *sqsonce.PanicError; return errors.As(err, &p) }},
+				func(err error) bool { var p *PanicError; return errors.As(err, &p) }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				res := l.Do(context.Background(), tt.name, tt.fn)
-				if res.Outcome != sqsonce.LockFailed || !tt.wantErr(res.Err) || res.ReleaseErr != nil {
-					t.Fatalf("outcome %v, err %v, release %v: an odd exit must be a failure that releases the lock", res.Outcome, res.Err, res.ReleaseErr)
+				res := l.do(context.Background(), tt.name, "", 0, noResult(tt.fn))
+				if res.outcome != failed || !tt.wantErr(res.err) || res.releaseErr != nil {
+					t.Fatalf("outcome %v, err %v, release %v: an odd exit must be a failure that releases the lock", res.outcome, res.err, res.releaseErr)
 				}
 				if s := e.status(t, lockID(tt.name)); s != store.StatusReleased {
 					t.Errorf("status %q: the lock was not released", s)

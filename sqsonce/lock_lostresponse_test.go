@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"bytes"
@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -51,7 +50,7 @@ func newLockFaulty(t *testing.T) lockFaulty {
 	t.Cleanup(func() { p.Close() })
 	client := dynamodb.NewFromConfig(mototest.Config(t), func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(p.URL)
-		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), 5*time.Millisecond)
+		o.Retryer = awsretry.AddWithMaxBackoffDelay(awsretry.NewStandard(), 5*time.Millisecond)
 	})
 	api := serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}
 	return lockFaulty{lockEnv: d.env(), proxy: p, store: dynamostore.New(api, d.table)}
@@ -71,15 +70,15 @@ func TestLockALostAnswerIsRecognisedAsOurOwnCall(t *testing.T) {
 		op    string
 		match func([]byte) bool
 		fn    func(context.Context) error
-		want  sqsonce.LockOutcome
+		want  lockOutcome
 		state store.Status // the record's status afterwards
 	}{
 		// Without the recognition: in-progress, and with InProgressDrop a lost message.
-		{"acquire", "UpdateItem", lockIsAcquire, lockSucceed, sqsonce.LockProcessed, store.StatusCompleted},
+		{"acquire", "UpdateItem", lockIsAcquire, lockSucceed, processed, store.StatusCompleted},
 		// Without it: processed-unrecorded, an ERROR about a duplicate that cannot happen.
-		{"complete", "UpdateItem", lockIsComplete, lockSucceed, sqsonce.LockProcessed, store.StatusCompleted},
+		{"complete", "UpdateItem", lockIsComplete, lockSucceed, processed, store.StatusCompleted},
 		// Without it: a release error, though the key is free.
-		{"release", "UpdateItem", lockIsRelease, func(context.Context) error { return context.Canceled }, sqsonce.LockFailed, store.StatusReleased},
+		{"release", "UpdateItem", lockIsRelease, func(context.Context) error { return context.Canceled }, failed, store.StatusReleased},
 	}
 	for _, tt := range tests {
 		for _, fault := range lockLostResponses {
@@ -88,13 +87,13 @@ func TestLockALostAnswerIsRecognisedAsOurOwnCall(t *testing.T) {
 				f := newLockFaulty(t)
 				f.proxy.ScriptWhen(tt.op, tt.match, fault)
 				runs := 0
-				res := f.locker(t, f.store).Do(context.Background(), "k", func(ctx context.Context) error { runs++; return tt.fn(ctx) })
+				res := f.locker(t, f.store).do(context.Background(), "k", "", 0, noResult(func(ctx context.Context) error { runs++; return tt.fn(ctx) }))
 				if f.proxy.Pending() != 0 {
 					t.Fatal("the fault was not injected")
 				}
-				if res.Outcome != tt.want || runs != 1 || res.Fence != f.firstFence() || res.ReleaseErr != nil {
+				if res.outcome != tt.want || runs != 1 || res.fence != f.firstFence() || res.releaseErr != nil {
 					t.Fatalf("outcome %v after %d runs, fence %d, err %v, release err %v; want %v after one run with the first fence",
-						res.Outcome, runs, res.Fence, res.Err, res.ReleaseErr, tt.want)
+						res.outcome, runs, res.fence, res.err, res.releaseErr, tt.want)
 				}
 				if s := f.status(t, lockID("k")); s != tt.state {
 					t.Errorf("status %q, want %q", s, tt.state)
@@ -118,7 +117,7 @@ func TestLockALostRenewalAnswerKeepsTheLock(t *testing.T) {
 				t.Fatal("the renewal was not faulted")
 			}
 			r.finish <- nil
-			if res := <-done; res.Outcome != sqsonce.LockProcessed || res.LockLost {
+			if res := <-done; res.outcome != processed || res.lockLost {
 				t.Fatalf("%+v, want processed with the lock kept", res)
 			}
 		})
@@ -148,7 +147,7 @@ func TestLockARenewalThatCannotGetThroughBeforeTheLockExpiresCancelsTheHandler(t
 	f.clock.Advance(10 * time.Second) // 30 s: the lock has expired unrenewed
 	select {
 	case res := <-done:
-		if res.Outcome != sqsonce.LockFailed || !res.LockLost {
+		if res.outcome != failed || !res.lockLost {
 			t.Fatalf("%+v, want failed with the lock lost", res)
 		}
 	case <-ctx.Done():

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -23,13 +22,13 @@ func TestLockRenewalKeepsASlowHandlersLock(t *testing.T) {
 			}
 		}
 		// Past the first lock's 30 s, another instance still finds it held.
-		other := e.locker(t, e.uncounted).Do(context.Background(), "k", lockSucceed)
-		if other.Outcome != sqsonce.LockInProgress {
-			t.Fatalf("another holder at 40 s: %v, want in-progress: the renewed lock is live", other.Outcome)
+		other := e.locker(t, e.uncounted).do(context.Background(), "k", "", 0, noResult(lockSucceed))
+		if other.outcome != inProgress {
+			t.Fatalf("another holder at 40 s: %v, want in-progress: the renewed lock is live", other.outcome)
 		}
 		r.finish <- nil
 		res := <-done
-		if res.Outcome != sqsonce.LockProcessed || res.LockLost || res.Fence == 0 {
+		if res.outcome != processed || res.lockLost || res.fence == 0 {
 			t.Fatalf("slow handler: %+v, want processed with its lock", res)
 		}
 		if got := e.calls.Load(); got != 6 {
@@ -41,14 +40,14 @@ func TestLockRenewalKeepsASlowHandlersLock(t *testing.T) {
 func TestLockAHandlerShorterThanTheRenewalIntervalMakesNoExtraCall(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		l := newLockRenewing(t, e, e.store).locker
-		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockProcessed {
-			t.Fatal(res.Err)
+		if res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
+			t.Fatal(res.err)
 		}
-		if res := l.Do(context.Background(), "k", lockSucceed); res.Outcome != sqsonce.LockDuplicate {
-			t.Fatal(res.Err)
+		if res := l.do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != duplicate {
+			t.Fatal(res.err)
 		}
-		if res := l.Do(context.Background(), "f", func(context.Context) error { return errors.New("no") }); res.Outcome != sqsonce.LockFailed {
-			t.Fatal(res.Err)
+		if res := l.do(context.Background(), "f", "", 0, noResult(func(context.Context) error { return errors.New("no") })); res.outcome != failed {
+			t.Fatal(res.err)
 		}
 		if got := e.calls.Load(); got != 5 {
 			t.Errorf("%d table calls, want 5: new 2, duplicate 1, failure 2", got)
@@ -73,7 +72,7 @@ func TestLockRenewalThatFindsTheLockTakenOverCancelsTheHandler(t *testing.T) {
 		e.clock.Advance(10 * time.Second)
 
 		res := <-done
-		if res.Outcome != sqsonce.LockFailed || !res.LockLost || !errors.Is(res.Err, sqsonce.ErrLockLost) {
+		if res.outcome != failed || !res.lockLost || !errors.Is(res.err, ErrLockLost) {
 			t.Fatalf("handler after losing its lock: %+v; want failed, its context cancelled with ErrLockLost", res)
 		}
 		if rec, _ := e.read(t, lockID("k")); rec.Owner != "successor" {

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
@@ -76,7 +75,7 @@ func BenchmarkRecordInMemory(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			p, err := sqsonce.New(sqsonce.Config{
+			p, err := New(Config{
 				Store:     dynamostore.New(scriptedDynamo{completed: c.completed}, "t"),
 				KeyPrefix: "p",
 				Logger:    discardLogger,

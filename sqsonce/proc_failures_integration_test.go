@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -14,12 +14,11 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func TestFailureBackoffHidesFailedRecords(t *testing.T) {
 	t.Parallel()
-	b := procSetup(t, dynamoBackend, func(c *sqsonce.Config) { c.FailureBackoffBase = 10 * time.Second })
+	b := procSetup(t, dynamoBackend, func(c *Config) { c.FailureBackoffBase = 10 * time.Second })
 	// Visibility timeout 0: without the backoff the failed message would be
 	// receivable again at once.
 	url, ev := receiveEvent(t, b, map[string]string{"VisibilityTimeout": "0"}, "fails", "works")

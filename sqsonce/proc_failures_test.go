@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func TestPermanentFailureGoesToOperatorQueue(t *testing.T) {
@@ -27,7 +25,7 @@ func TestPermanentFailureGoesToOperatorQueue(t *testing.T) {
 		if poison.Body != "never parses" {
 			poison = ev.Records[1]
 		}
-		b.handler.errs[poison.MessageId] = sqsonce.Permanent(errors.New("unparsable body"))
+		b.handler.errs[poison.MessageId] = Permanent(errors.New("unparsable body"))
 
 		resp, _ := b.processor.Handle(context.Background(), ev)
 		if len(resp.BatchItemFailures) != 0 {
@@ -38,12 +36,12 @@ func TestPermanentFailureGoesToOperatorQueue(t *testing.T) {
 			t.Fatalf("operator queue holds %d messages, want 1", len(got))
 		}
 		m := got[0]
-		if aws.ToString(m.Body) != "never parses" || reasonOf(m) != sqsonce.ReasonPermanent || attr(m, "trace") != "t-1" {
+		if aws.ToString(m.Body) != "never parses" || reasonOf(m) != ReasonPermanent || attr(m, "trace") != "t-1" {
 			t.Errorf("operator message body %q attrs %v: want the body, its attributes and sqs-once-reason=%s",
-				aws.ToString(m.Body), m.MessageAttributes, sqsonce.ReasonPermanent)
+				aws.ToString(m.Body), m.MessageAttributes, ReasonPermanent)
 		}
-		if id := attr(m, sqsonce.AttrOriginalMessageID); id != poison.MessageId {
-			t.Errorf("%s = %q, want the message's id %s: sent back, it must stay the same key", sqsonce.AttrOriginalMessageID, id, poison.MessageId)
+		if id := attr(m, AttrOriginalMessageID); id != poison.MessageId {
+			t.Errorf("%s = %q, want the message's id %s: sent back, it must stay the same key", AttrOriginalMessageID, id, poison.MessageId)
 		}
 	})
 }
@@ -66,7 +64,7 @@ func TestPermanentFailureIsRetriedWhenOperatorQueueUnavailable(t *testing.T) {
 					b.cfg.OperatorQueueURL = b.queues.missingQueue(t)
 					b.processor = b.newProcessor(t)
 				}
-				b.handler.errs["p"] = sqsonce.Permanent(errors.New("bad"))
+				b.handler.errs["p"] = Permanent(errors.New("bad"))
 				if failed := b.handle(t, procRecord("p", "x")); !slices.Equal(failed, []string{"p"}) {
 					t.Errorf("failed %v, want [p]: the message is deleted only once the operator queue holds it", failed)
 				}
@@ -78,7 +76,7 @@ func TestPermanentFailureIsRetriedWhenOperatorQueueUnavailable(t *testing.T) {
 func TestFailureBackoffGrowsWithReceiveCount(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *sqsonce.Config) { c.FailureBackoffBase = 10 * time.Second })
+		b := procSetup(t, be, func(c *Config) { c.FailureBackoffBase = 10 * time.Second })
 		rec := newFakeQueues()
 		p := mustProcessor(t, b.cfg, b.handler.handle, rec)
 		var records []events.SQSMessage
@@ -125,7 +123,7 @@ func TestPermanentFailureOnFIFOKeepsItsGroup(t *testing.T) {
 		b := procSetup(t, be)
 		b.cfg.OperatorQueueURL = b.queues.newQueue(t, true, nil)
 		b.processor = b.newProcessor(t)
-		b.handler.errs["a1"] = sqsonce.Permanent(errors.New("bad"))
+		b.handler.errs["a1"] = Permanent(errors.New("bad"))
 		// a2 waits for the next delivery: the forward is confirmed only after
 		// the group has run, and a2 must not overtake a1 if the forward fails.
 		if failed := b.handle(t, procRecord("a1", "x", inGroup("a")), procRecord("a2", "y", inGroup("a"))); !slices.Equal(failed, []string{"a2"}) {
@@ -166,7 +164,7 @@ func TestFailureOnTheLastReceiveIsLeftVisible(t *testing.T) {
 			main := queues.newQueue(t, false, map[string]string{
 				"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:dlq","maxReceiveCount":"2"}`,
 			})
-			b := procSetup(t, memoryBackend, func(c *sqsonce.Config) {
+			b := procSetup(t, memoryBackend, func(c *Config) {
 				c.FailureBackoffBase = 10 * time.Second
 				if tt.knowQueue {
 					c.QueueURL = main

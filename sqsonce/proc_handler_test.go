@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -16,17 +16,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // keyFrom sets Config.Key from its IDEMPOTENCY_KEY spelling.
-func keyFrom(t testing.TB, source string) func(*sqsonce.Config) {
+func keyFrom(t testing.TB, source string) func(*Config) {
 	t.Helper()
-	key, err := sqsonce.ParseKeySource(source)
+	key, err := ParseKeySource(source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *sqsonce.Config) { c.Key = key }
+	return func(c *Config) { c.Key = key }
 }
 
 func TestConcurrentDeliveriesRunHandlerOnce(t *testing.T) {
@@ -75,11 +74,11 @@ func TestDuplicateIsReportedDoneWithoutRunning(t *testing.T) {
 
 func TestInProgress(t *testing.T) {
 	t.Parallel()
-	for _, policy := range []sqsonce.InProgressPolicy{sqsonce.InProgressRetry, sqsonce.InProgressDrop} {
+	for _, policy := range []InProgressPolicy{InProgressRetry, InProgressDrop} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *sqsonce.Config) { c.InProgress = policy })
+				b := procSetup(t, be, func(c *Config) { c.InProgress = policy })
 				// The first holder is still running when the redelivery arrives.
 				release := make(chan struct{})
 				entered := make(chan struct{})
@@ -96,7 +95,7 @@ func TestInProgress(t *testing.T) {
 
 				failed := b.handle(t, procRecord("m-1", "x"))
 				want := []string{"m-1"}
-				if policy == sqsonce.InProgressDrop {
+				if policy == InProgressDrop {
 					want = []string{}
 				}
 				if !slices.Equal(failed, want) {
@@ -139,26 +138,26 @@ func TestKeySourcesGuardTheRightKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name         string
-		source       sqsonce.KeySource
+		source       KeySource
 		first, again events.SQSMessage
 		key          string
 	}{
-		{"body JSON pointer: a producer's re-send has a new messageId", sqsonce.KeyFromBody("/order/id"),
+		{"body JSON pointer: a producer's re-send has a new messageId", KeyFromBody("/order/id"),
 			procRecord("m-1", `{"order":{"id":"o-7"}}`), procRecord("m-2", `{"order":{"id":"o-7"},"retry":true}`), "o-7"},
-		{"attribute", sqsonce.KeyFromAttribute("idempotency-key"),
+		{"attribute", KeyFromAttribute("idempotency-key"),
 			procRecord("m-1", "a", withMsgAttr("idempotency-key", "String", "k-1")), procRecord("m-2", "b", withMsgAttr("idempotency-key", "String", "k-1")), "k-1"},
-		{"replayed dead letter keyed by its original messageId", sqsonce.KeyFromMessageID(),
+		{"replayed dead letter keyed by its original messageId", KeyFromMessageID(),
 			procRecord("m-1", "a"), procRecord("m-replayed", "a", withMsgAttr(sqsmsg.AttrOriginalMessageID, "String", "m-1")), "m-1"},
-		{"key function", sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return strings.ToUpper(m.Body), nil }),
+		{"key function", KeyFunc(func(m events.SQSMessage) (string, error) { return strings.ToUpper(m.Body), nil }),
 			procRecord("m-1", "order-9"), procRecord("m-2", "ORDER-9"), "ORDER-9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *sqsonce.Config) { c.Key = tt.source })
+				b := procSetup(t, be, func(c *Config) { c.Key = tt.source })
 				var seen []string // what the handler is told its key is
-				b.handler.hook = func(ctx context.Context, _ events.SQSMessage) { seen = append(seen, sqsonce.Key(ctx)) }
+				b.handler.hook = func(ctx context.Context, _ events.SQSMessage) { seen = append(seen, Key(ctx)) }
 				if failed := b.handle(t, tt.first); len(failed) != 0 {
 					t.Fatalf("first: failed %v", failed)
 				}
@@ -169,7 +168,7 @@ func TestKeySourcesGuardTheRightKey(t *testing.T) {
 					t.Errorf("handler calls %v, want only %s: the second message has the same key", got, tt.first.MessageId)
 				}
 				if !slices.Equal(seen, []string{tt.key}) {
-					t.Errorf("sqsonce.Key(ctx) in the handler = %v, want [%s]", seen, tt.key)
+					t.Errorf("Key(ctx) in the handler = %v, want [%s]", seen, tt.key)
 				}
 			})
 		})
@@ -329,7 +328,7 @@ func TestStandardBatchRunsConcurrently(t *testing.T) {
 func TestMaxConcurrencyBoundsParallelRecords(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *sqsonce.Config) { c.MaxConcurrency = 3 })
+		b := procSetup(t, be, func(c *Config) { c.MaxConcurrency = 3 })
 		var mu sync.Mutex
 		running, peak := 0, 0
 		b.handler.hook = func(context.Context, events.SQSMessage) {
@@ -450,8 +449,8 @@ func TestHandlerSlowerThanItsLock(t *testing.T) {
 // goConfig is cfg as a program would build it in Go, field by field: every
 // exported field's value, without the mark ConfigFromEnv leaves (an
 // unexported field) that makes errors and logs name variables.
-func goConfig(cfg sqsonce.Config) sqsonce.Config {
-	var out sqsonce.Config
+func goConfig(cfg Config) Config {
+	var out Config
 	src, dst := reflect.ValueOf(cfg), reflect.ValueOf(&out).Elem()
 	for i := range src.NumField() {
 		if dst.Type().Field(i).IsExported() {

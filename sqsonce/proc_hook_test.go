@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqs-once/sqs-once/internal/testclock"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -45,15 +44,15 @@ func (l *lockedBuffer) String() string {
 func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	var logs lockedBuffer
-	var outs []sqsonce.Outcome
+	var outs []Outcome
 	var seen string
 	const email = "alice@example.com"
-	cfg := sqsonce.Config{
-		Store: st, Now: st.Now, KeyPrefix: "mail", Key: sqsonce.KeyFromBody("/to"), HashKeys: true,
+	cfg := Config{
+		Store: st, Now: st.Now, KeyPrefix: "mail", Key: KeyFromBody("/to"), HashKeys: true,
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
-		OnOutcome: func(_ context.Context, o sqsonce.Outcome) { outs = append(outs, o) },
+		OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
 	}
-	p, err := sqsonce.New(cfg, func(ctx context.Context, _ events.SQSMessage) error { seen = sqsonce.Key(ctx); return nil })
+	p, err := New(cfg, func(ctx context.Context, _ events.SQSMessage) error { seen = Key(ctx); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +60,7 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 	if resp, err := p.Handle(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %+v, %v", resp, err)
 	}
-	hash := sqsonce.HashKey(email)
+	hash := HashKey(email)
 	if len(hash) != 64 {
 		t.Fatalf("HashKey is %q, want 64 hex digits", hash)
 	}
@@ -84,11 +83,11 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 		t.Errorf("Do with a 5000-byte key and HashKeys: %v", err)
 	}
 	cfg.HashKeys = false
-	plain, err := sqsonce.New(cfg, nil)
+	plain, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plain.Do(context.Background(), long, func(context.Context) error { return nil }); !errors.Is(err, sqsonce.ErrNoKey) {
+	if err := plain.Do(context.Background(), long, func(context.Context) error { return nil }); !errors.Is(err, ErrNoKey) {
 		t.Errorf("Do with a 5000-byte key without HashKeys: %v, want ErrNoKey", err)
 	}
 }
@@ -99,8 +98,8 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	clock := testclock.New(st.Now())
-	cfg := sqsonce.Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}
-	p, err := sqsonce.NewProcessorForTest(cfg, nil, nil, clock.After, lockNoSleep)
+	cfg := Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}
+	p, err := newProcessor(cfg, nil, deps{after: clock.After, sleep: lockNoSleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +140,11 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	killed := st.Records()["jobs#nightly"]
 	killed.ID, killed.Status, killed.LockExpiresAt = "jobs#weekly", store.StatusProcessing, clock.Now().Add(30*time.Second)
 	st.Put(killed)
-	other, err := sqsonce.New(sqsonce.Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}, nil)
+	other, err := New(Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Do(context.Background(), "weekly", func(context.Context) error { return nil }); !errors.Is(err, sqsonce.ErrInProgress) {
+	if err := other.Do(context.Background(), "weekly", func(context.Context) error { return nil }); !errors.Is(err, ErrInProgress) {
 		t.Errorf("within 30 s of the kill: %v, want ErrInProgress", err)
 	}
 	clock.Advance(30*time.Second + time.Millisecond)
@@ -157,14 +156,14 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 // Each record of a Handle and each Do is told once, with its fate.
 func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	st := sqsoncetest.NewStore()
-	var outs []sqsonce.Outcome
-	cfg := sqsonce.Config{
-		Store: st, Now: st.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/id"), MaxConcurrency: 1,
+	var outs []Outcome
+	cfg := Config{
+		Store: st, Now: st.Now, KeyPrefix: "orders", Key: KeyFromBody("/id"), MaxConcurrency: 1,
 		Logger:    lockQuiet,
-		OnOutcome: func(_ context.Context, o sqsonce.Outcome) { outs = append(outs, o) },
+		OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
 	}
 	boom := errors.New("downstream down")
-	p, err := sqsonce.New(cfg, func(_ context.Context, m events.SQSMessage) error {
+	p, err := New(cfg, func(_ context.Context, m events.SQSMessage) error {
 		if strings.Contains(m.Body, "fail") {
 			return boom
 		}
@@ -181,13 +180,13 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	}
 	want := []struct {
 		msg, key string
-		kind     sqsonce.Kind
-		reason   sqsonce.Reason
+		kind     Kind
+		reason   Reason
 	}{
-		{"m-1", "a", sqsonce.KindProcessed, ""},
-		{"m-2", "a", sqsonce.KindDuplicate, ""},
-		{"m-3", "fail", sqsonce.KindFailed, sqsonce.ReasonHandlerError},
-		{"m-4", "", sqsonce.KindFailed, sqsonce.ReasonNoKey},
+		{"m-1", "a", KindProcessed, ""},
+		{"m-2", "a", KindDuplicate, ""},
+		{"m-3", "fail", KindFailed, ReasonHandlerError},
+		{"m-4", "", KindFailed, ReasonNoKey},
 	}
 	if len(outs) != len(want) {
 		t.Fatalf("%d outcomes, want %d: %+v", len(outs), len(want), outs)
@@ -198,7 +197,7 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 			t.Errorf("outcome %d: %s %q %s/%s; want %s %q %s/%s", i, o.MessageID, o.Key, o.Kind, o.Reason, w.msg, w.key, w.kind, w.reason)
 		}
 	}
-	if outs[0].Fence == 0 || outs[0].Err != nil || !errors.Is(outs[1].Err, sqsonce.ErrDuplicate) || !errors.Is(outs[2].Err, boom) || !errors.Is(outs[3].Err, sqsonce.ErrNoKey) {
+	if outs[0].Fence == 0 || outs[0].Err != nil || !errors.Is(outs[1].Err, ErrDuplicate) || !errors.Is(outs[2].Err, boom) || !errors.Is(outs[3].Err, ErrNoKey) {
 		t.Errorf("fences and errors: %+v", outs)
 	}
 
@@ -206,7 +205,7 @@ func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	_ = p.Do(context.Background(), "job", func(context.Context) error { return nil })
 	_ = p.Do(context.Background(), "job", func(context.Context) error { return nil })
 	_ = p.Do(context.Background(), "", func(context.Context) error { return nil })
-	if len(outs) != 3 || outs[0].Kind != sqsonce.KindProcessed || outs[0].MessageID != "" || outs[1].Kind != sqsonce.KindDuplicate || outs[2].Reason != sqsonce.ReasonNoKey {
+	if len(outs) != 3 || outs[0].Kind != KindProcessed || outs[0].MessageID != "" || outs[1].Kind != KindDuplicate || outs[2].Reason != ReasonNoKey {
 		t.Errorf("Do outcomes: %+v", outs)
 	}
 }
@@ -222,22 +221,22 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 	var told atomic.Int64
 	kinds := sync.Map{} // message id -> kind
 	var effects sync.Map
-	cfg := sqsonce.Config{
-		Store: st, Now: st.Now, KeyPrefix: "orders", Key: sqsonce.KeyFromBody("/orderId"),
+	cfg := Config{
+		Store: st, Now: st.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId"),
 		AWS: awsOffline(), QueueURL: url, LocalCache: 100, Metrics: &metricsOut, FunctionName: "fn",
 		Logger: lockQuiet, Rand: func() float64 { return 0.5 },
-		OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
+		OnOutcome: func(_ context.Context, o Outcome) {
 			told.Add(1)
 			if _, dup := kinds.LoadOrStore(o.MessageID, o.Kind); dup {
 				t.Errorf("message %s told twice", o.MessageID)
 			}
 		},
 	}
-	p, err := sqsonce.NewProcessorForTest(cfg, func(ctx context.Context, m events.SQSMessage) error {
-		n, _ := effects.LoadOrStore(sqsonce.Key(ctx), new(atomic.Int32))
+	p, err := newProcessor(cfg, func(ctx context.Context, m events.SQSMessage) error {
+		n, _ := effects.LoadOrStore(Key(ctx), new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
 		return nil
-	}, queues, nil, nil)
+	}, deps{sqs: queues})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +257,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 				return
 			}
 			for _, f := range resp.BatchItemFailures {
-				if k, _ := kinds.Load(f.ItemIdentifier); k != sqsonce.KindInProgress {
+				if k, _ := kinds.Load(f.ItemIdentifier); k != KindInProgress {
 					t.Errorf("record %s failed as %v; only a key in progress in another invocation may be retried", f.ItemIdentifier, k)
 				}
 			}
@@ -271,7 +270,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 	}
 	processed := 0
 	kinds.Range(func(_, k any) bool {
-		if k == sqsonce.KindProcessed {
+		if k == KindProcessed {
 			processed++
 		}
 		return true
@@ -297,7 +296,7 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 		if _, ok := doc["_aws"]; ok && doc["Reason"] == nil {
 			docs++
 			sum := 0.0
-			for _, m := range []string{string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress)} {
+			for _, m := range []string{string(KindProcessed), string(KindDuplicate), string(KindInProgress)} {
 				v, _ := doc[m].(float64)
 				sum += v
 			}

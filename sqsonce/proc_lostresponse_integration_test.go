@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -30,7 +29,7 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 		for _, fault := range []faultproxy.Kind{faultproxy.FailAfter, faultproxy.ResetAfter} {
 			t.Run(fmt.Sprintf("%s/%s", c, fault), func(t *testing.T) {
 				t.Parallel()
-				b := procSetup(t, dynamoBackend, func(cfg *sqsonce.Config) { cfg.InProgress = c.mode })
+				b := procSetup(t, dynamoBackend, func(cfg *Config) { cfg.InProgress = c.mode })
 				p := faultyTable(t, b)
 				p.ScriptWhen("UpdateItem", match[c.op], fault)
 				checkLostAnswer(t, b, c, p.Pending)

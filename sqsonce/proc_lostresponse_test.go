@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 // lostAnswerCase is one protocol call whose answer is lost after the store
@@ -16,7 +14,7 @@ import (
 type lostAnswerCase struct {
 	op    string // "acquire", "complete" or "release"
 	fails bool   // the handler fails, so the lock is released
-	mode  sqsonce.InProgressPolicy
+	mode  InProgressPolicy
 	fifo  bool
 }
 
@@ -32,7 +30,7 @@ func lostAnswerCases() []lostAnswerCase {
 		op    string
 		fails bool
 	}{{"acquire", false}, {"complete", false}, {"release", true}} {
-		for _, mode := range []sqsonce.InProgressPolicy{sqsonce.InProgressRetry, sqsonce.InProgressDrop} {
+		for _, mode := range []InProgressPolicy{InProgressRetry, InProgressDrop} {
 			for _, fifo := range []bool{false, true} {
 				cases = append(cases, lostAnswerCase{call.op, call.fails, mode, fifo})
 			}
@@ -102,7 +100,7 @@ func TestLostStoreAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	for _, c := range lostAnswerCases() {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			b := procSetup(t, memoryBackend, func(cfg *sqsonce.Config) { cfg.InProgress = c.mode })
+			b := procSetup(t, memoryBackend, func(cfg *Config) { cfg.InProgress = c.mode })
 			st := b.faults.(*faultStore)
 			st.loseAnswer(c.op)
 			checkLostAnswer(t, b, c, st.pendingLost)

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -17,29 +17,13 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/metrics"
 	"github.com/sqs-once/sqs-once/internal/metrics/metricstest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // procMetricsSpec is what the processor promises of its metrics over the
 // clock's span from..to and n invocations.
 func procMetricsSpec(from, to time.Time, n int) metricstest.Spec {
-	units := map[string]metrics.Unit{}
-	for _, name := range []string{
-		string(sqsonce.KindProcessed), string(sqsonce.KindUnrecordedCompletion), string(sqsonce.KindDuplicate),
-		string(sqsonce.KindInProgress), string(sqsonce.KindInProgressDropped), string(sqsonce.KindForwardedToOperator),
-		string(sqsonce.KindFailed), metrics.LockLost, metrics.BackoffApplied,
-	} {
-		units[name] = metrics.Count
-	}
-	return metricstest.Spec{
-		Function: procFunction, From: from, To: to, Invocations: n, Units: units,
-		Base: []string{
-			string(sqsonce.KindProcessed), string(sqsonce.KindDuplicate), string(sqsonce.KindInProgress),
-			string(sqsonce.KindUnrecordedCompletion), metrics.LockLost, metrics.BackoffApplied,
-		},
-		Extra: []string{metrics.DimensionReason},
-	}
+	return apiProcessorSpec(procFunction, from, to, n)
 }
 
 // metricCounts are what CloudWatch's Sum would show: "Metric" per function,
@@ -57,7 +41,7 @@ func checkProcMetrics(t *testing.T, b *procBundle, from time.Time, n int, want m
 // metricsCase is a run of invocations and the metrics it must write.
 type metricsCase struct {
 	name      string
-	configure func(*sqsonce.Config)
+	configure func(*Config)
 	// prepare runs before the measured invocations (its metrics are
 	// discarded); run makes them and returns how many.
 	prepare func(t *testing.T, b *procBundle)
@@ -74,12 +58,12 @@ func runMetricsCases(t *testing.T, backends []procBackend, cases []metricsCase) 
 			for _, be := range backends {
 				t.Run(be.name, func(t *testing.T) {
 					t.Parallel()
-					var configure []func(*sqsonce.Config)
+					var configure []func(*Config)
 					if tt.configure != nil {
 						configure = append(configure, tt.configure)
 					}
 					told := &toldOutcomes{}
-					configure = append(configure, func(c *sqsonce.Config) { c.OnOutcome = told.add })
+					configure = append(configure, func(c *Config) { c.OnOutcome = told.add })
 					b := procSetup(t, be, configure...)
 					if tt.prepare != nil {
 						tt.prepare(t, b)
@@ -110,10 +94,10 @@ func runMetricsCases(t *testing.T, backends []procBackend, cases []metricsCase) 
 // toldOutcomes collects the Outcomes Config.OnOutcome receives.
 type toldOutcomes struct {
 	mu   sync.Mutex
-	outs []sqsonce.Outcome
+	outs []Outcome
 }
 
-func (o *toldOutcomes) add(_ context.Context, out sqsonce.Outcome) {
+func (o *toldOutcomes) add(_ context.Context, out Outcome) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.outs = append(o.outs, out)
@@ -149,7 +133,7 @@ func (o *toldOutcomes) counts() metricCounts {
 	return c
 }
 
-func withBackoff(c *sqsonce.Config) { c.FailureBackoffBase = 10 * time.Second }
+func withBackoff(c *Config) { c.FailureBackoffBase = 10 * time.Second }
 
 // TestMetricsCountEachFate runs batches through the processor and checks
 // the EMF documents it writes: one set per invocation, aggregated, with
@@ -178,14 +162,14 @@ func TestMetricsCountEachFate(t *testing.T) {
 		},
 		{
 			name:      "permanent failure and payload mismatch forwarded to the operator queue",
-			configure: func(c *sqsonce.Config) { c.ValidatePayload = true },
+			configure: func(c *Config) { c.ValidatePayload = true },
 			prepare: func(t *testing.T, b *procBundle) {
 				b.cfg.OperatorQueueURL = b.queues.newQueue(t, false, nil)
 				b.processor = b.newProcessor(t)
 				b.handle(t, procRecord("seen", "first body"))
 			},
 			run: func(t *testing.T, b *procBundle) int {
-				b.handler.errs["p"] = sqsonce.Permanent(errors.New("unparsable"))
+				b.handler.errs["p"] = Permanent(errors.New("unparsable"))
 				b.handle(t, procRecord("p", "x"), procRecord("seen", "another body"), procRecord("ok", "x"))
 				return 1
 			},
@@ -198,7 +182,7 @@ func TestMetricsCountEachFate(t *testing.T) {
 				b.processor = b.newProcessor(t)
 			},
 			run: func(t *testing.T, b *procBundle) int {
-				b.handler.errs["p"] = sqsonce.Permanent(errors.New("unparsable"))
+				b.handler.errs["p"] = Permanent(errors.New("unparsable"))
 				b.handle(t, procRecord("p", "x"))
 				return 1
 			},
@@ -207,7 +191,7 @@ func TestMetricsCountEachFate(t *testing.T) {
 		{
 			name: "permanent failure without an operator queue",
 			run: func(t *testing.T, b *procBundle) int {
-				b.handler.errs["p"] = sqsonce.Permanent(errors.New("unparsable"))
+				b.handler.errs["p"] = Permanent(errors.New("unparsable"))
 				b.handle(t, procRecord("p", "x"))
 				return 1
 			},
@@ -215,7 +199,7 @@ func TestMetricsCountEachFate(t *testing.T) {
 		},
 		{
 			name:      "no key",
-			configure: func(c *sqsonce.Config) { c.Key = sqsonce.KeyFromBody("/orderId") },
+			configure: func(c *Config) { c.Key = KeyFromBody("/orderId") },
 			run: func(t *testing.T, b *procBundle) int {
 				b.handle(t, procRecord("a", `{"orderId":"o-1"}`), procRecord("b", `{}`))
 				return 1
@@ -363,14 +347,14 @@ func TestMetricsCountEachFate(t *testing.T) {
 // as in progress, or as dropped under IN_PROGRESS=drop.
 func TestMetricsInProgress(t *testing.T) {
 	t.Parallel()
-	for policy, want := range map[sqsonce.InProgressPolicy]metricCounts{
-		sqsonce.InProgressRetry: {"InProgress": 1},
-		sqsonce.InProgressDrop:  {"InProgressDropped": 1},
+	for policy, want := range map[InProgressPolicy]metricCounts{
+		InProgressRetry: {"InProgress": 1},
+		InProgressDrop:  {"InProgressDropped": 1},
 	} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *sqsonce.Config) { c.InProgress = policy })
+				b := procSetup(t, be, func(c *Config) { c.InProgress = policy })
 				release, entered := make(chan struct{}), make(chan struct{})
 				b.handler.hook = func(_ context.Context, msg events.SQSMessage) {
 					if msg.ReceiptHandle == "first" {

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
 func TestAHandlerThatExitsOddlyIsAFailure(t *testing.T) {
@@ -44,7 +42,7 @@ func TestHandlerSeesItsKeyAndFence(t *testing.T) {
 		}
 		got := make(chan seen, 2)
 		b.handler.hook = func(ctx context.Context, _ events.SQSMessage) {
-			got <- seen{sqsonce.Key(ctx), sqsonce.Fence(ctx)}
+			got <- seen{Key(ctx), Fence(ctx)}
 		}
 		b.handler.errs["m-1"] = errors.New("first attempt fails")
 		b.handle(t, procRecord("m-1", "x"))
@@ -79,11 +77,11 @@ func TestOperatorQueueThatIsTheSourceFailsTheInvocation(t *testing.T) {
 				b.cfg.OperatorQueueURL = tt.url
 				// The error names the setting as it was given: the variable
 				// from the environment, the field from Go.
-				for setting, cfg := range map[string]sqsonce.Config{"OPERATOR_QUEUE_URL": b.cfg, "Config.OperatorQueueURL": goConfig(b.cfg)} {
+				for setting, cfg := range map[string]Config{"OPERATOR_QUEUE_URL": b.cfg, "Config.OperatorQueueURL": goConfig(b.cfg)} {
 					p := mustProcessor(t, cfg, b.handler.handle, b.sqs)
 					_, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{procRecord("m-1", "x")}})
 					if tt.loop {
-						if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(err.Error(), setting) {
+						if !errors.Is(err, ErrQueueLoop) || !strings.Contains(err.Error(), setting) {
 							t.Fatalf("error %v, want one naming %s as the consumed queue", err, setting)
 						}
 						if calls := b.handler.Calls(); len(calls) != 0 {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
 	"github.com/sqs-once/sqs-once/internal/testclock"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
@@ -242,7 +241,7 @@ func TestRedisLostAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	for _, c := range lostAnswerCases() {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			b := procSetup(t, redisBackend, func(cfg *sqsonce.Config) { cfg.InProgress = c.mode })
+			b := procSetup(t, redisBackend, func(cfg *Config) { cfg.InProgress = c.mode })
 			proxy := redisRigOf(t, b).proxy
 			proxy.LoseAnswer(redisWire[c.op])
 			checkLostAnswer(t, b, c, proxy.Armed)
@@ -264,7 +263,7 @@ func TestRedisLostAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 // the docs say of a Redis without persistence.
 func TestRedisRestartLosesNoMessage(t *testing.T) {
 	t.Parallel()
-	b := procSetup(t, redisBackend, func(cfg *sqsonce.Config) { cfg.MaxConcurrency = 1 })
+	b := procSetup(t, redisBackend, func(cfg *Config) { cfg.MaxConcurrency = 1 })
 	rig := redisRigOf(t, b)
 	var once sync.Once
 	b.handler.hook = func(context.Context, events.SQSMessage) { once.Do(rig.server.Stop) }
@@ -325,10 +324,10 @@ func BenchmarkRecordOnRedis(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := sqsonce.New(sqsonce.Config{
+			p, err := New(Config{
 				Store:     st,
 				KeyPrefix: "bench",
-				Key:       sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
+				Key:       KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
 				Logger:    lockQuiet,
 			}, func(context.Context, events.SQSMessage) error {
 				if c.fail {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -176,7 +176,7 @@ func faultyTable(t *testing.T, b *procBundle) *faultproxy.Proxy {
 	t.Cleanup(func() { p.Close() })
 	client := dynamodb.NewFromConfig(b.aws, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(p.URL)
-		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(), 5*time.Millisecond)
+		o.Retryer = awsretry.AddWithMaxBackoffDelay(awsretry.NewStandard(), 5*time.Millisecond)
 	})
 	// Before any call: nothing reads the field concurrently yet.
 	b.faults.(*countingDynamo).AdminAPI = serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}

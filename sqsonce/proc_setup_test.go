@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -150,7 +149,7 @@ type procBundle struct {
 	backend string
 	logs    *syncBuffer
 	metrics *syncBuffer // the processors' EMF lines
-	cfg     sqsonce.Config
+	cfg     Config
 	// Set by the backend.
 	table  string
 	store  store.Store
@@ -161,14 +160,14 @@ type procBundle struct {
 	queues queueSide
 
 	handler   *handlerSpy
-	processor *sqsonce.Processor
+	processor *Processor
 }
 
 // procSetup builds a processor on a fresh store of be, configured as the
 // deployed function would be by its environment (KEY_PREFIX test,
 // LOCK_TIMEOUT 60, DEDUPE_WINDOW 3600); configure adjusts the config before
 // the processor is built.
-func procSetup(t testing.TB, be procBackend, configure ...func(*sqsonce.Config)) *procBundle {
+func procSetup(t testing.TB, be procBackend, configure ...func(*Config)) *procBundle {
 	t.Helper()
 	b := &procBundle{
 		backend: be.name,
@@ -177,7 +176,7 @@ func procSetup(t testing.TB, be procBackend, configure ...func(*sqsonce.Config))
 		handler: &handlerSpy{errs: map[string]error{}},
 	}
 	be.open(t, b)
-	cfg, err := sqsonce.ConfigFromEnv(envconfig.Map(map[string]string{
+	cfg, err := ConfigFromEnv(envconfig.Map(map[string]string{
 		"IDEMPOTENCY_TABLE": b.table,
 		"KEY_PREFIX":        "test",
 		"LOCK_TIMEOUT":      "60",
@@ -203,7 +202,7 @@ func procSetup(t testing.TB, be procBackend, configure ...func(*sqsonce.Config))
 
 // newProcessor is another Lambda instance on the same store and clock,
 // with b.cfg as it is now.
-func (b *procBundle) newProcessor(t testing.TB) *sqsonce.Processor {
+func (b *procBundle) newProcessor(t testing.TB) *Processor {
 	t.Helper()
 	return mustProcessor(t, b.cfg, b.handler.handle, b.sqs)
 }
@@ -213,11 +212,11 @@ const procFunction = "orders-processor"
 
 // mustProcessor builds a processor with the SQS client s (nil: none, or
 // the real one from cfg.AWS) and a completion sleep that returns at once.
-func mustProcessor(t testing.TB, cfg sqsonce.Config, h sqsonce.Handler, s sqsClient) *sqsonce.Processor {
+func mustProcessor(t testing.TB, cfg Config, h Handler, s sqsClient) *Processor {
 	t.Helper()
-	p, err := sqsonce.NewProcessorForTest(cfg, h, s, nil, func(context.Context, time.Duration) error { return nil })
+	p, err := newProcessor(cfg, h, deps{sqs: s, sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {
-		t.Fatalf("sqsonce.New: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return p
 }
@@ -229,7 +228,7 @@ func (b *procBundle) handle(t *testing.T, records ...events.SQSMessage) []string
 
 // handleWith runs records through p as one event and returns the ids it
 // reported failed.
-func handleWith(t *testing.T, p *sqsonce.Processor, records ...events.SQSMessage) []string {
+func handleWith(t *testing.T, p *Processor, records ...events.SQSMessage) []string {
 	t.Helper()
 	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: records})
 	if err != nil {
@@ -615,4 +614,4 @@ func attr(m sqstypes.Message, name string) string {
 }
 
 // reasonOf is the sqs-once-reason of a forwarded message.
-func reasonOf(m sqstypes.Message) sqsonce.Reason { return sqsonce.Reason(attr(m, sqsmsg.AttrReason)) }
+func reasonOf(m sqstypes.Message) Reason { return Reason(attr(m, sqsmsg.AttrReason)) }

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -12,19 +12,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
-	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // withTarget is a processor on b's store delivering to tg instead of
 // calling a Handler, keyed on the order id.
-func withTarget(t *testing.T, b *procBundle, tg sqsonce.Target) *sqsonce.Processor {
+func withTarget(t *testing.T, b *procBundle, tg Target) *Processor {
 	t.Helper()
 	cfg := b.cfg
 	cfg.Target = tg
-	cfg.Key = sqsonce.KeyFromBody("/orderId")
+	cfg.Key = KeyFromBody("/orderId")
 	return mustProcessor(t, cfg, nil, b.sqs)
 }
 
@@ -36,7 +32,7 @@ func orderRecord(id, orderID string) events.SQSMessage {
 // is delivered (the record that lost the race for its key is retried), then
 // SQS delivers every message again with new ids, as a producer's retry
 // would.
-func deliverTwice(t *testing.T, p *sqsonce.Processor) {
+func deliverTwice(t *testing.T, p *Processor) {
 	t.Helper()
 	first := []events.SQSMessage{orderRecord("m1", "o-1"), orderRecord("m2", "o-2"), orderRecord("m3", "o-1"), orderRecord("m4", "o-3")}
 	failed := handleWith(t, p, first...)
@@ -61,14 +57,14 @@ func deliverTwice(t *testing.T, p *sqsonce.Processor) {
 // each message with answer's error (nil: all accepted).
 type scriptedTarget struct {
 	mu     sync.Mutex
-	calls  [][]sqsonce.Delivery
-	answer func(call int, d sqsonce.Delivery) error
+	calls  [][]Delivery
+	answer func(call int, d Delivery) error
 	// short, when set, makes a call answer for one message fewer than it
 	// got.
 	short bool
 }
 
-func (s *scriptedTarget) Deliver(_ context.Context, msgs []sqsonce.Delivery) []error {
+func (s *scriptedTarget) Deliver(_ context.Context, msgs []Delivery) []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, slices.Clone(msgs))
@@ -85,10 +81,10 @@ func (s *scriptedTarget) Deliver(_ context.Context, msgs []sqsonce.Delivery) []e
 }
 
 // delivered are the deliveries of every call, in order.
-func (s *scriptedTarget) delivered() []sqsonce.Delivery {
+func (s *scriptedTarget) delivered() []Delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var all []sqsonce.Delivery
+	var all []Delivery
 	for _, c := range s.calls {
 		all = append(all, c...)
 	}
@@ -137,9 +133,9 @@ func TestTargetRefusedRecordGoesToTheOperatorQueue(t *testing.T) {
 		b := procSetup(t, be)
 		operator := b.queues.newQueue(t, false, nil)
 		b.cfg.OperatorQueueURL = operator
-		tg := &scriptedTarget{answer: func(_ int, d sqsonce.Delivery) error {
+		tg := &scriptedTarget{answer: func(_ int, d Delivery) error {
 			if d.Key == "o-big" {
-				return fmt.Errorf("%w: event too large", sqsonce.ErrTargetRefused)
+				return fmt.Errorf("%w: event too large", ErrTargetRefused)
 			}
 			return nil
 		}}
@@ -148,8 +144,8 @@ func TestTargetRefusedRecordGoesToTheOperatorQueue(t *testing.T) {
 			t.Fatalf("failed %v, want none: the refused record is forwarded, the others delivered", failed)
 		}
 		fwd := b.queues.received(t, operator, 1)
-		if len(fwd) != 1 || reasonOf(fwd[0]) != sqsonce.ReasonTargetRefused || !strings.Contains(aws.ToString(fwd[0].Body), "o-big") {
-			t.Fatalf("operator queue got %v, want the big record with reason %s", fwd, sqsonce.ReasonTargetRefused)
+		if len(fwd) != 1 || reasonOf(fwd[0]) != ReasonTargetRefused || !strings.Contains(aws.ToString(fwd[0].Body), "o-big") {
+			t.Fatalf("operator queue got %v, want the big record with reason %s", fwd, ReasonTargetRefused)
 		}
 		checkProcMetrics(t, b, b.clock.Now(), 1, metricCounts{"Processed": 2, "ForwardedToOperator": 1, "ForwardedToOperator/target-refused": 1})
 	})
@@ -162,7 +158,7 @@ func TestTargetPartialFailureRetriesOnlyThoseRecords(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
 		b := procSetup(t, be)
-		tg := &scriptedTarget{answer: func(call int, d sqsonce.Delivery) error {
+		tg := &scriptedTarget{answer: func(call int, d Delivery) error {
 			if call == 1 && d.Key == "o-2" {
 				return errors.New("consumer failed it")
 			}
@@ -193,7 +189,7 @@ func TestTargetErrorRetriesAll(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
 		b := procSetup(t, be)
-		tg := &scriptedTarget{answer: func(call int, _ sqsonce.Delivery) error {
+		tg := &scriptedTarget{answer: func(call int, _ Delivery) error {
 			if call == 1 {
 				return errors.New("db down")
 			}
@@ -225,9 +221,9 @@ func TestTargetUnknownOutcomeKeepsTheLock(t *testing.T) {
 			eachBackend(t, func(t *testing.T, be procBackend) {
 				b := procSetup(t, be)
 				from := b.clock.Now()
-				tg := &scriptedTarget{answer: func(call int, _ sqsonce.Delivery) error {
+				tg := &scriptedTarget{answer: func(call int, _ Delivery) error {
 					if call == 1 && !short {
-						return fmt.Errorf("%w: connection reset", sqsonce.ErrOutcomeUnknown)
+						return fmt.Errorf("%w: connection reset", ErrOutcomeUnknown)
 					}
 					return nil
 				}}
@@ -258,32 +254,5 @@ func TestTargetUnknownOutcomeKeepsTheLock(t *testing.T) {
 				checkProcMetrics(t, b, from, 3, metricCounts{"Failed": 1, "Failed/delivery-unknown": 1, "InProgress": 1, "Processed": 1})
 			})
 		})
-	}
-}
-
-// An sqs target that is the consumed queue would loop: refused with an
-// invocation error naming the setting, before anything is delivered.
-func TestTargetIsSourceRefused(t *testing.T) {
-	t.Parallel()
-	// A client that could reach nothing, should the check ever let a
-	// delivery through.
-	nowhere := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
-	tg, err := targets.ToQueue(nowhere, "https://sqs.us-east-1.amazonaws.com/123456789012/orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := procSetup(t, memoryBackend)
-	for setting, cfg := range map[string]sqsonce.Config{"TARGET": b.cfg, "Config.Target": goConfig(b.cfg)} {
-		cfg.Target = tg
-		cfg.Key = sqsonce.KeyFromBody("/orderId")
-		p := mustProcessor(t, cfg, nil, b.sqs)
-		_, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{orderRecord("m1", "o-1")}})
-		if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(err.Error(), setting+": the target queue") || !strings.Contains(err.Error(), "the queue being consumed") {
-			t.Fatalf("Handle: %v, want ErrQueueLoop naming %s", err, setting)
-		}
-	}
-	if n := b.faults.calls(); n != 0 {
-		t.Errorf("%d store calls under a configuration that loops, want none", n)
 	}
 }

@@ -1,4 +1,4 @@
-package sqsonce_test
+package sqsonce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/retrybudget/retrybudgettest"
-	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
@@ -23,7 +22,7 @@ func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
+	p, err := New(Config{Store: st, KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
