@@ -335,7 +335,7 @@ func TestKeySchemaIsDescribedOncePerTable(t *testing.T) {
 	if !errors.As(err, new(*types.ResourceNotFoundException)) {
 		t.Errorf("write to a missing table: %v, want ResourceNotFoundException", err)
 	}
-	if k := LockedItems(w); k != 0 {
+	if k := lockedItems(w); k != 0 {
 		t.Errorf("%d item locks left", k)
 	}
 }

@@ -2,16 +2,16 @@ package motoserver
 
 import "context"
 
-// SerializeWritesWithOneLock is the wrapper with one lock for every write, as
-// SerializeWrites was before it locked per item; it exists only so that the
-// tests and the benchmark can compare the two.
-func SerializeWritesWithOneLock(api DynamoTableWriter) DynamoWriter {
+// serializeWithOneLock is the wrapper with one lock for every write, as
+// SerializeWrites was before it locked per item, so that the tests and the
+// benchmark can compare the two.
+func serializeWithOneLock(api DynamoTableWriter) DynamoWriter {
 	return serializeWith(api, newOneLock(nil))
 }
 
-// LockedItems is the number of items whose lock w, a SerializeWrites wrapper,
-// holds or has writers waiting for.
-func LockedItems(w DynamoWriter) int { return w.(*serialized).locks.(*itemLocks).size() }
+// lockedItems is the number of items whose lock w, a SerializeWrites
+// wrapper, holds or has writers waiting for.
+func lockedItems(w DynamoWriter) int { return w.(*serialized).locks.(*itemLocks).size() }
 
 // oneLock is a single lock for all items: right for one item, wrong for the
 // concurrency of many.
