@@ -26,10 +26,15 @@ func TestAPIConfigMetrics(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &bytes.Buffer{}
-			p, err := New(Config{
-				Store: sqsoncetest.NewStore(), KeyPrefix: "test", Logger: lockQuiet,
-				// Handle writes its metrics once, at its end: no lock needed.
-				Metrics: out, FunctionName: tt.function,
+			p, err := NewConsumer(ConsumerConfig{
+				Config: Config{
+					Store:     sqsoncetest.NewStore(),
+					KeyPrefix: "test",
+					Logger:    lockQuiet,
+					// Handle writes its metrics once, at its end: no lock needed.
+				},
+				Metrics:      out,
+				FunctionName: tt.function,
 			}, func(_ context.Context, msg events.SQSMessage) error {
 				if msg.Body == "bad" {
 					return errors.New("downstream 503")

@@ -66,12 +66,12 @@ func FuzzKeyFromBody(f *testing.F) {
 			return
 		}
 		msg := events.SQSMessage{MessageId: "m-1", Body: body}
-		key, err := src.Key(msg)
-		key2, err2 := parsed.Key(msg)
+		key, err := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
+		key2, err2 := parsed.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if key != key2 || fmt.Sprint(err) != fmt.Sprint(err2) {
 			t.Fatalf("KeyFromBody and ParseKeySource disagree: %q, %v and %q, %v", key, err, key2, err2)
 		}
-		again, errAgain := src.Key(msg)
+		again, errAgain := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if again != key || fmt.Sprint(errAgain) != fmt.Sprint(err) {
 			t.Fatalf("same body, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
@@ -107,7 +107,7 @@ func FuzzKeyFromBody(f *testing.F) {
 
 		// Every other spelling of the same value gives the same key.
 		for _, other := range []string{stdEncode(t, tree), asciiEncode(tree, false), asciiEncode(tree, true)} {
-			k, err := src.Key(events.SQSMessage{MessageId: "m-1", Body: other})
+			k, err := src.keyOf(events.SQSMessage{MessageId: "m-1", Body: other}, "ConsumerConfig.Key", maxKeyBytes)
 			if err != nil || k != key {
 				t.Fatalf("%q gives key %q, but %q, the same value spelled otherwise, gives %q, %v", body, key, other, k, err)
 			}
@@ -157,8 +157,8 @@ func FuzzParseKeySource(f *testing.F) {
 		if origID != "" {
 			msg.MessageAttributes[sqsmsg.AttrOriginalMessageID] = events.SQSMessageAttribute{DataType: "String", StringValue: &origID}
 		}
-		key, err := src.Key(msg)
-		again, errAgain := src.Key(msg)
+		key, err := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
+		again, errAgain := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if again != key || fmt.Sprint(errAgain) != fmt.Sprint(err) {
 			t.Fatalf("same record, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
@@ -381,7 +381,7 @@ func FuzzConfigFromEnv(f *testing.F) {
 			t.Fatalf("accepted once, refused the second time: %v", err)
 		}
 		cfg.Store = sqsoncetest.NewStore()
-		_, err = New(cfg, noop)
+		_, err = NewConsumer(cfg, noop)
 		callsSQS := cfg.OperatorQueueURL != "" || cfg.FailureBackoffBase > 0 || cfg.QueueURL != ""
 		if err != nil {
 			var ce *ConfigError
@@ -390,7 +390,7 @@ func FuzzConfigFromEnv(f *testing.F) {
 			}
 		}
 		cfg.AWS = aws.Config{Region: "us-east-1"}
-		if _, err := New(cfg, noop); err != nil {
+		if _, err := NewConsumer(cfg, noop); err != nil {
 			t.Fatalf("ConfigFromEnv accepted %q, New refused it with an AWS configuration: %v", env, err)
 		}
 	})

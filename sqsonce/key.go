@@ -101,16 +101,9 @@ func (k KeySource) String() string {
 	return k.kind + ":" + k.arg
 }
 
-// Key returns msg's idempotency key as a Processor with this KeySource
-// reads it, or an error matching ErrNoKey: for a program that predicts
-// which record a message will lock (the local demo's -stack mode).
-func (k KeySource) Key(msg events.SQSMessage) (string, error) {
-	return k.keyOf(msg, "Config.Key", maxKeyBytes)
-}
-
 // keyOf returns the record's idempotency key, of at most maxBytes bytes (0:
 // any length, for hashed keys). setting names where the key source came
-// from, for the error: "IDEMPOTENCY_KEY" or "Config.Key".
+// from, for the error: "IDEMPOTENCY_KEY" or "ConsumerConfig.Key".
 func (k KeySource) keyOf(msg events.SQSMessage, setting string, maxBytes int) (string, error) {
 	key, err := k.key(msg)
 	if err != nil {

@@ -16,9 +16,9 @@ import (
 
 // Defaults and margins of the lock.
 const (
-	// DefaultDedupeWindow is how long a completed key suppresses duplicates
+	// defaultDedupeWindow is how long a completed key suppresses duplicates
 	// when Config.DedupeWindow is zero.
-	DefaultDedupeWindow = 24 * time.Hour
+	defaultDedupeWindow = 24 * time.Hour
 	// deadlineMargin extends a lock past the invocation's deadline, for clock
 	// skew between the host that takes the lock and the one that checks it.
 	deadlineMargin = 5 * time.Second

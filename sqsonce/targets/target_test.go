@@ -247,7 +247,7 @@ func TestProcessorRefusesToSendAQueueToItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := sqsoncetest.NewStore()
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Target: tg, Now: store.Now}, nil)
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store, KeyPrefix: "app", Test: sqsonce.TestConfig{Now: store.Now}}, Target: tg}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func main() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(awsCfg), "idempotency")
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "jobs", AWS: awsCfg}, nil)
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store, KeyPrefix: "jobs"}, AWS: awsCfg}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
