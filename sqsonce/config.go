@@ -142,7 +142,7 @@ func (c *Config) storeSetting() string {
 
 // ConfigError is a field of Config or ConsumerConfig that cannot work.
 type ConfigError struct {
-	// Field is the field's name, such as "KeyPrefix".
+	// Field is the field's name, such as "KeyPrefix"; Msg says why.
 	Field string
 	Msg   string
 }

@@ -102,7 +102,7 @@ func TestKeySource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.source+" "+tt.want+tt.wantErr, func(t *testing.T) {
 			t.Parallel()
-			src, err := ParseKeySource(tt.source)
+			src, err := parseKeySource(tt.source)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,8 +123,8 @@ func TestKeySource(t *testing.T) {
 func TestParseKeySourceRejects(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "messageid", "body:", "body:orderId", "body:/a~2", "body:/~~01", "body:/a~", "attribute:", "header:x"} {
-		if _, err := ParseKeySource(s); err == nil {
-			t.Errorf("ParseKeySource(%q) accepted", s)
+		if _, err := parseKeySource(s); err == nil {
+			t.Errorf("parseKeySource(%q) accepted", s)
 		}
 	}
 }

@@ -45,7 +45,7 @@ type ConsumerConfig struct {
 	// Zero: 10.
 	MaxConcurrency int
 	// FailureBackoffBase, when set, hides a failed record for a jittered
-	// FailureBackoffBase × 2^receives, but on its last receive
+	// FailureBackoffBase × 2^receives, except on its last receive
 	// (FAILURE_BACKOFF_BASE).
 	FailureBackoffBase time.Duration
 	// OperatorQueueURL receives Permanent failures, payload mismatches and
@@ -148,7 +148,7 @@ func ConfigFromEnv(lookup func(name string) (string, bool)) (ConsumerConfig, err
 	} else if err := keyprefix.Check(c.KeyPrefix); err != nil {
 		r.Fail("KEY_PREFIX", "%v", err)
 	}
-	key, err := ParseKeySource(r.String("IDEMPOTENCY_KEY", "messageId"))
+	key, err := parseKeySource(r.String("IDEMPOTENCY_KEY", "messageId"))
 	if err != nil {
 		r.Fail("IDEMPOTENCY_KEY", "%v", err)
 	}

@@ -57,10 +57,10 @@ func FuzzKeyFromBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, pointer, body string) {
 		src := KeyFromBody(pointer)
-		parsed, perr := ParseKeySource("body:" + pointer)
+		parsed, perr := parseKeySource("body:" + pointer)
 		tokens, valid := refPointer(pointer)
 		if (perr == nil) != valid {
-			t.Fatalf("ParseKeySource(body:%q) = %v; the pointer is valid per RFC 6901: %t", pointer, perr, valid)
+			t.Fatalf("parseKeySource(body:%q) = %v; the pointer is valid per RFC 6901: %t", pointer, perr, valid)
 		}
 		if !valid {
 			return
@@ -69,7 +69,7 @@ func FuzzKeyFromBody(f *testing.F) {
 		key, err := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		key2, err2 := parsed.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if key != key2 || fmt.Sprint(err) != fmt.Sprint(err2) {
-			t.Fatalf("KeyFromBody and ParseKeySource disagree: %q, %v and %q, %v", key, err, key2, err2)
+			t.Fatalf("KeyFromBody and parseKeySource disagree: %q, %v and %q, %v", key, err, key2, err2)
 		}
 		again, errAgain := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if again != key || fmt.Sprint(errAgain) != fmt.Sprint(err) {
@@ -135,16 +135,16 @@ func FuzzParseKeySource(f *testing.F) {
 	f.Add("header:x", "", "", []byte(nil), "")
 	f.Add("messageid", "", "", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, spec, body, attrText string, attrBinary []byte, origID string) {
-		src, err := ParseKeySource(spec)
+		src, err := parseKeySource(spec)
 		if err != nil {
 			if !strings.Contains(err.Error(), spec) && !strings.Contains(err.Error(), strconv.Quote(spec)) &&
 				!strings.Contains(err.Error(), "JSON pointer") && !strings.Contains(err.Error(), "attribute name") {
-				t.Fatalf("ParseKeySource(%q) = %v: the error does not say what is wrong", spec, err)
+				t.Fatalf("parseKeySource(%q) = %v: the error does not say what is wrong", spec, err)
 			}
 			return
 		}
 		if src.String() != spec {
-			t.Fatalf("ParseKeySource(%q) spells itself %q", spec, src.String())
+			t.Fatalf("parseKeySource(%q) spells itself %q", spec, src.String())
 		}
 		msg := events.SQSMessage{MessageId: "m-1", Body: body, MessageAttributes: map[string]events.SQSMessageAttribute{}}
 		if name, ok := strings.CutPrefix(spec, "attribute:"); ok {

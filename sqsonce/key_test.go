@@ -13,7 +13,7 @@ import (
 // IDEMPOTENCY_KEY.
 func keyOfSource(t *testing.T, s string, msg events.SQSMessage) (string, error) {
 	t.Helper()
-	src, err := ParseKeySource(s)
+	src, err := parseKeySource(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,9 @@ func TestTypedKeySources(t *testing.T) {
 		"attribute:a:b":     KeyFromAttribute("a:b"),
 		"body:/orders/0/id": KeyFromBody("/orders/0/id"),
 	} {
-		parsed, err := ParseKeySource(spelling)
+		parsed, err := parseKeySource(spelling)
 		if err != nil || !reflect.DeepEqual(parsed, typed) || typed.String() != spelling {
-			t.Errorf("ParseKeySource(%q) = %#v, %v; want %#v, spelled %q (it spells %q)", spelling, parsed, err, typed, spelling, typed.String())
+			t.Errorf("parseKeySource(%q) = %#v, %v; want %#v, spelled %q (it spells %q)", spelling, parsed, err, typed, spelling, typed.String())
 		}
 	}
 	if (KeySource{}).String() != "messageId" {

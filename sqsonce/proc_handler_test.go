@@ -21,7 +21,7 @@ import (
 // keyFrom sets Config.Key from its IDEMPOTENCY_KEY spelling.
 func keyFrom(t testing.TB, source string) func(*ConsumerConfig) {
 	t.Helper()
-	key, err := ParseKeySource(source)
+	key, err := parseKeySource(source)
 	if err != nil {
 		t.Fatal(err)
 	}
