@@ -14,7 +14,7 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 
-// TestAPIConfigMetrics: a library user who sets Config.Metrics gets the
+// TestAPIConfigMetrics: a library user who sets ConsumerConfig.Metrics gets the
 // processor's EMF lines, as the deployed function does, under the function
 // name Config gives or, by default, the key prefix. AWS_LAMBDA_FUNCTION_NAME
 // in the process's environment changes nothing: only FromEnv reads it.

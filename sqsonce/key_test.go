@@ -162,13 +162,13 @@ func TestTypedKeySources(t *testing.T) {
 		}
 		return m.Body, nil
 	})
-	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "Config.Key", maxKeyBytes); err != nil || got != "k-1" {
+	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "ConsumerConfig.Key", maxKeyBytes); err != nil || got != "k-1" {
 		t.Errorf("KeyFunc key = %q, %v; want k-1", got, err)
 	}
 	for body, want := range map[string]string{"": "empty body", strings.Repeat("x", 1025): "exceeds"} {
-		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "Config.Key", maxKeyBytes); !errors.Is(err, ErrNoKey) ||
-			!strings.Contains(err.Error(), "Config.Key=a key function") || !strings.Contains(err.Error(), want) {
-			t.Errorf("KeyFunc refusal %v, want ErrNoKey naming Config.Key and saying %q", err, want)
+		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "ConsumerConfig.Key", maxKeyBytes); !errors.Is(err, ErrNoKey) ||
+			!strings.Contains(err.Error(), "ConsumerConfig.Key=a key function") || !strings.Contains(err.Error(), want) {
+			t.Errorf("KeyFunc refusal %v, want ErrNoKey naming ConsumerConfig.Key and saying %q", err, want)
 		}
 	}
 }

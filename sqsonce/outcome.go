@@ -83,12 +83,14 @@ const (
 	// ReasonNoKey: the record has no key, or Do's key cannot be locked.
 	ReasonNoKey Reason = "no-key"
 	// ReasonPayloadMismatch: the key was seen with another body
-	// (ValidatePayload); forwarded with an operator queue, failed without.
+	// (ValidatePayload): KindForwardedToOperator, or KindFailed without an
+	// operator queue.
 	ReasonPayloadMismatch Reason = "payload-mismatch"
-	// ReasonPermanent (forwarded): the Handler returned Permanent(err).
+	// ReasonPermanent (KindForwardedToOperator): the Handler returned
+	// Permanent(err).
 	ReasonPermanent Reason = "permanent-error"
-	// ReasonTargetRefused (forwarded): the target refused the record for
-	// good (ErrTargetRefused).
+	// ReasonTargetRefused (KindForwardedToOperator): the target refused
+	// the record for good (ErrTargetRefused).
 	ReasonTargetRefused Reason = "target-refused"
 	// ReasonForwardFailed: the operator queue did not accept the record.
 	ReasonForwardFailed Reason = "forward-failed"

@@ -41,7 +41,7 @@ func ExampleFromEnv() {
 
 func ship(context.Context, string, string) error { return nil }
 
-// Key is the idempotency key the function runs for: with Config.Key
+// Key is the idempotency key the function runs for: with ConsumerConfig.Key
 // KeyFromBody("/orderId"), the order id, whichever message brought it.
 // (A handler's own unit test sets it with sqsoncetest.Context.)
 func ExampleKey() {

@@ -18,7 +18,7 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// keyFrom sets Config.Key from its IDEMPOTENCY_KEY spelling.
+// keyFrom sets ConsumerConfig.Key from its IDEMPOTENCY_KEY spelling.
 func keyFrom(t testing.TB, source string) func(*ConsumerConfig) {
 	t.Helper()
 	key, err := parseKeySource(source)

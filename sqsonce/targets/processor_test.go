@@ -92,7 +92,7 @@ func TestTargetIsSourceRefused(t *testing.T) {
 	st := &countingStore{Store: memstore.New()}
 	// The same configuration written in Go.
 	goCfg := sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: st, KeyPrefix: "test", LockTimeout: time.Minute, DedupeWindow: time.Hour, Logger: quiet}, AWS: nowhere}
-	for setting, cfg := range map[string]sqsonce.ConsumerConfig{"TARGET": deployedConfig(t, st), "Config.Target": goCfg} {
+	for setting, cfg := range map[string]sqsonce.ConsumerConfig{"TARGET": deployedConfig(t, st), "ConsumerConfig.Target": goCfg} {
 		cfg.Target = tg
 		cfg.Key = sqsonce.KeyFromBody("/orderId")
 		p, err := sqsonce.NewConsumer(cfg, nil)
@@ -120,8 +120,8 @@ func TestAPITargetAndHandlerTogetherRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: memstore.New(), KeyPrefix: "p"}, Target: queue}
-	if _, err := sqsonce.NewConsumer(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "Config.Target") {
-		t.Fatalf("New: %v, want an error naming Config.Target", err)
+	if _, err := sqsonce.NewConsumer(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "ConsumerConfig.Target") {
+		t.Fatalf("New: %v, want an error naming ConsumerConfig.Target", err)
 	}
 	if _, err := targets.ToQueue(region, "orders"); err == nil {
 		t.Error("ToQueue of a queue name, not a URL: no error")

@@ -254,8 +254,8 @@ func TestProcessorRefusesToSendAQueueToItself(t *testing.T) {
 	_, err = p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: "x", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"},
 	}})
-	if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(fmt.Sprint(err), "Config.Target") {
-		t.Errorf("Handle: %v, want ErrQueueLoop naming Config.Target", err)
+	if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(fmt.Sprint(err), "ConsumerConfig.Target") {
+		t.Errorf("Handle: %v, want ErrQueueLoop naming ConsumerConfig.Target", err)
 	}
 	if n := len(store.Records()); n != 0 {
 		t.Errorf("%d records written, want none", n)
