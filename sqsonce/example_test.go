@@ -20,7 +20,7 @@ import (
 // Processor from the environment, its store the DynamoDB table
 // IDEMPOTENCY_TABLE names, and lambda.Start(p.Handle) serves it; here
 // sqsoncetest's in-memory store stands in for the table.
-func ExampleNew() {
+func ExampleNewConsumer() {
 	ctx := context.Background()
 	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
 		Config: sqsonce.Config{
@@ -193,7 +193,7 @@ func ExamplePermanent() {
 }
 
 // An invalid Config is an error naming every bad field, never a panic.
-func ExampleNew_invalid() {
+func ExampleNewConsumer_invalid() {
 	_, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{KeyPrefix: "orders#v2"}, InProgress: "wait", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil)
 	fmt.Println(err)
 	// Output:
