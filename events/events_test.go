@@ -169,7 +169,7 @@ func (r *recorder) bodies() []string {
 // processorConfig reads the processor's environment as cmd/processor does:
 // sqsonce.ConfigFromEnv, and TARGET with targets.FromEnv; every bad variable
 // at once.
-func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
+func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.ConsumerConfig, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := targets.FromEnv(lookup, awsCfg, nil)
 	cfg.AWS, cfg.Target = awsCfg, tg
@@ -225,7 +225,7 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	// as DynamoDB's are: the duplicate event races two copies of one message.
 	client := dynamodb.NewFromConfig(cfg)
 	pcfg.Store = dynamostore.New(serializedDynamoDB{Client: client, writes: motoserver.SerializeWrites(client)}, e["IDEMPOTENCY_TABLE"])
-	b.handler, err = sqsonce.New(pcfg, b.calls.handle)
+	b.handler, err = sqsonce.NewConsumer(pcfg, b.calls.handle)
 	if err != nil {
 		t.Fatal(err)
 	}

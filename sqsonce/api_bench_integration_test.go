@@ -36,12 +36,14 @@ func BenchmarkRecord(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			d := newLockDynamo(b)
 			calls := new(atomic.Int32)
-			p, err := New(Config{
-				Store:      dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table),
-				KeyPrefix:  "bench",
-				LocalCache: c.cache,
-				Key:        KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
-				Logger:     lockQuiet,
+			p, err := NewConsumer(ConsumerConfig{
+				Config: Config{
+					Store:      dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table),
+					KeyPrefix:  "bench",
+					LocalCache: c.cache,
+					Logger:     lockQuiet,
+				},
+				Key: KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
 			}, func(context.Context, events.SQSMessage) error {
 				if c.fail {
 					return errors.New("downstream 503")

@@ -15,11 +15,10 @@ import (
 // one after the other they would take two seconds. The store is in memory:
 // what is measured is the batch's concurrency.
 func BenchmarkBatchOf10(b *testing.B) {
-	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "bench", Logger: lockQuiet},
-		func(context.Context, events.SQSMessage) error {
-			time.Sleep(200 * time.Millisecond) // the handler's own work, not a wait for the code under test
-			return nil
-		})
+	p, err := NewConsumer(ConsumerConfig{Config: Config{Store: sqsoncetest.NewStore(), KeyPrefix: "bench", Logger: lockQuiet}}, func(context.Context, events.SQSMessage) error {
+		time.Sleep(200 * time.Millisecond) // the handler's own work, not a wait for the code under test
+		return nil
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

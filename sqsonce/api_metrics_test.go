@@ -14,7 +14,7 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/sqsoncetest"
 )
 
-// TestAPIConfigMetrics: a library user who sets Config.Metrics gets the
+// TestAPIConfigMetrics: a library user who sets ConsumerConfig.Metrics gets the
 // processor's EMF lines, as the deployed function does, under the function
 // name Config gives or, by default, the key prefix. AWS_LAMBDA_FUNCTION_NAME
 // in the process's environment changes nothing: only FromEnv reads it.
@@ -26,10 +26,15 @@ func TestAPIConfigMetrics(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &bytes.Buffer{}
-			p, err := New(Config{
-				Store: sqsoncetest.NewStore(), KeyPrefix: "test", Logger: lockQuiet,
-				// Handle writes its metrics once, at its end: no lock needed.
-				Metrics: out, FunctionName: tt.function,
+			p, err := NewConsumer(ConsumerConfig{
+				Config: Config{
+					Store:     sqsoncetest.NewStore(),
+					KeyPrefix: "test",
+					Logger:    lockQuiet,
+					// Handle writes its metrics once, at its end: no lock needed.
+				},
+				Metrics:      out,
+				FunctionName: tt.function,
 			}, func(_ context.Context, msg events.SQSMessage) error {
 				if msg.Body == "bad" {
 					return errors.New("downstream 503")

@@ -22,10 +22,16 @@ func TestAPITheSameKeyWithAnotherBodyGoesToTheOperatorQueue(t *testing.T) {
 	t.Parallel()
 	awsCfg := mototest.Config(t)
 	operator := mototest.NewQueue(t, awsCfg, false, nil)
-	p, err := New(Config{
-		Store:     dynamostore.New(dynamodb.NewFromConfig(awsCfg), mototest.NewIdempotencyTable(t, awsCfg)),
-		KeyPrefix: "test", AWS: awsCfg, Logger: lockQuiet,
-		ValidatePayload: true, Key: KeyFromBody("/orderId"), OperatorQueueURL: operator,
+	p, err := NewConsumer(ConsumerConfig{
+		Config: Config{
+			Store:     dynamostore.New(dynamodb.NewFromConfig(awsCfg), mototest.NewIdempotencyTable(t, awsCfg)),
+			KeyPrefix: "test",
+			Logger:    lockQuiet,
+		},
+		AWS:              awsCfg,
+		ValidatePayload:  true,
+		Key:              KeyFromBody("/orderId"),
+		OperatorQueueURL: operator,
 	}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestAPIWithoutAWS(t *testing.T) {
 		runs[msg.MessageId]++
 		return nil
 	}
-	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, handle)
+	p, err := NewConsumer(ConsumerConfig{Config: Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}}, handle)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 	t.Parallel()
 	st := sqsoncetest.NewStore()
 	cfg := Config{Store: st, KeyPrefix: "test", Logger: lockQuiet}
-	p, err := New(cfg, nil)
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestAPIDoReportsWhatHappenedToTheFunction(t *testing.T) {
 	}
 
 	// Another holder's live lock: another Processor on the same store.
-	other, err := New(cfg, nil)
+	other, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,31 +158,33 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	tests := []struct {
 		field   string
-		cfg     Config
+		cfg     ConsumerConfig
 		handler Handler
 	}{
-		{"Store", Config{KeyPrefix: "p", AWS: region}, nil},
-		{"KeyPrefix", Config{Store: st}, nil},
-		{"KeyPrefix", Config{Store: st, KeyPrefix: "a b"}, nil},
-		{"KeyPrefix", Config{Store: st, KeyPrefix: "orders#v2"}, nil},
-		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFromBody("orderId")}, nil},
-		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFromAttribute("")}, nil},
-		{"Key", Config{Store: st, KeyPrefix: "p", Key: KeyFunc(nil)}, nil},
-		{"LockTimeout", Config{Store: st, KeyPrefix: "p", LockTimeout: 13 * time.Hour}, nil},
-		{"DedupeWindow", Config{Store: st, KeyPrefix: "p", DedupeWindow: -time.Second}, nil},
-		{"InProgress", Config{Store: st, KeyPrefix: "p", InProgress: "later"}, nil},
-		{"MaxConcurrency", Config{Store: st, KeyPrefix: "p", MaxConcurrency: -1}, nil},
-		{"MaxConcurrency", Config{Store: st, KeyPrefix: "p", MaxConcurrency: 1001}, nil},
-		{"LocalCache", Config{Store: st, KeyPrefix: "p", LocalCache: -1}, nil},
-		{"FailureBackoffBase", Config{Store: st, KeyPrefix: "p", FailureBackoffBase: -time.Second}, nil},
+		{"Store", ConsumerConfig{Config: Config{KeyPrefix: "p"}, AWS: region}, nil},
+		{"KeyPrefix", ConsumerConfig{Config: Config{Store: st}}, nil},
+		{"KeyPrefix", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "a b"}}, nil},
+		{"KeyPrefix", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "orders#v2"}}, nil},
+		{"Key", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, Key: KeyFromBody("orderId")}, nil},
+		{"Key", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, Key: KeyFromAttribute("")}, nil},
+		{"Key", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, Key: KeyFunc(nil)}, nil},
+		{"LockTimeout", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p", LockTimeout: 13 * time.Hour}}, nil},
+		{"DedupeWindow", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p", DedupeWindow: -time.Second}}, nil},
+		{"InProgress", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, InProgress: "later"}, nil},
+		{"MaxConcurrency", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, MaxConcurrency: -1}, nil},
+		{"MaxConcurrency", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, MaxConcurrency: 1001}, nil},
+		{"LocalCache", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p", LocalCache: -1}}, nil},
+		{"FailureBackoffBase", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, FailureBackoffBase: -time.Second}, nil},
 		// A store is required.
-		{"Store", Config{KeyPrefix: "p"}, nil},
+		{"Store", ConsumerConfig{Config: Config{KeyPrefix: "p"}}, nil},
 		// SQS is called for an operator queue: it needs a region.
-		{"AWS", Config{Store: st, KeyPrefix: "p", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
-		{"Target", Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, handler},
+		{"AWS", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil},
+		// Handle does not wait: a consumer refuses what only Do uses.
+		{"WaitInProgress", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p", WaitInProgress: time.Second}}, handler},
+		{"Target", ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, Target: apiTarget{}}, handler},
 	}
 	for _, tt := range tests {
-		_, err := New(tt.cfg, tt.handler)
+		_, err := NewConsumer(tt.cfg, tt.handler)
 		var ce *ConfigError
 		if err == nil || !strings.Contains(err.Error(), "Config."+tt.field+":") || !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: error %v, want one naming Config.%s", tt.field, err, tt.field)
@@ -196,7 +198,7 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 	}
 
 	// Every bad field at once, and nothing about AWS with a Store.
-	_, err := New(Config{Store: st, KeyPrefix: "a b", InProgress: "later", LocalCache: -1}, nil)
+	_, err := NewConsumer(ConsumerConfig{Config: Config{Store: st, KeyPrefix: "a b", LocalCache: -1}, InProgress: "later"}, nil)
 	for _, field := range []string{"KeyPrefix", "InProgress", "LocalCache"} {
 		if err == nil || !strings.Contains(err.Error(), "Config."+field+":") {
 			t.Errorf("error %v does not name Config.%s", err, field)
@@ -206,10 +208,10 @@ func TestAPIConfigErrorsNameTheField(t *testing.T) {
 		t.Errorf("error %v asks for AWS, for a Config with a Store and no SQS", err)
 	}
 	// A Target without a Handler, or a Handler alone, is a Processor.
-	if _, err := New(Config{Store: st, KeyPrefix: "p", Target: apiTarget{}}, nil); err != nil {
+	if _, err := NewConsumer(ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}, Target: apiTarget{}}, nil); err != nil {
 		t.Errorf("a Target alone: %v", err)
 	}
-	if _, err := New(Config{Store: st, KeyPrefix: "p"}, handler); err != nil {
+	if _, err := NewConsumer(ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p"}}, handler); err != nil {
 		t.Errorf("a Handler on a Store, without AWS: %v", err)
 	}
 }
@@ -245,7 +247,7 @@ func TestAPIConfigFromEnvReadsTheDeployedFunctionsVariables(t *testing.T) {
 	}
 	// The defaults of what is not set.
 	cfg, err = ConfigFromEnv(apiLookup(map[string]string{"IDEMPOTENCY_TABLE": "t", "KEY_PREFIX": "p"}))
-	if err != nil || cfg.Key.String() != "messageId" || cfg.LockTimeout != 0 || cfg.DedupeWindow != DefaultDedupeWindow ||
+	if err != nil || cfg.Key.String() != "messageId" || cfg.LockTimeout != 0 || cfg.DedupeWindow != defaultDedupeWindow ||
 		cfg.InProgress != InProgressRetry || cfg.MaxConcurrency != 10 || cfg.ValidatePayload || cfg.LocalCache != 0 || cfg.Target != nil {
 		t.Errorf("defaults: %+v, %v", cfg, err)
 	}
@@ -291,7 +293,7 @@ func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
 	t.Setenv("TARGET", "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/q")
 	t.Setenv("IDEMPOTENCY_TABLE", "t")
 	t.Setenv("KEY_PREFIX", "p")
-	p, err := FromEnv(os.LookupEnv, Config{Store: sqsoncetest.NewStore()}, func(context.Context, events.SQSMessage) error { return nil })
+	p, err := FromEnv(os.LookupEnv, ConsumerConfig{Config: Config{Store: sqsoncetest.NewStore()}}, func(context.Context, events.SQSMessage) error { return nil })
 	if p != nil || err == nil || !strings.Contains(err.Error(), "TARGET") {
 		t.Errorf("FromEnv with TARGET set: %v, %v; want an error naming TARGET", p, err)
 	}
@@ -299,7 +301,7 @@ func TestAPIFromEnvWithATargetIsAnError(t *testing.T) {
 
 func TestAPIAProcessorWithoutHandlerRefusesEvents(t *testing.T) {
 	t.Parallel()
-	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "test"}, nil)
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +313,13 @@ func TestAPIAProcessorWithoutHandlerRefusesEvents(t *testing.T) {
 func TestAPIKeyFuncAndLocalCacheCostNoCallForARepeatedDuplicate(t *testing.T) {
 	lockOnEachStore(t, func(t *testing.T, e *lockEnv) {
 		runs := 0
-		p, err := New(Config{
-			Store: e.store, KeyPrefix: "test", LocalCache: 100, Logger: lockQuiet,
+		p, err := NewConsumer(ConsumerConfig{
+			Config: Config{
+				Store:      e.store,
+				KeyPrefix:  "test",
+				LocalCache: 100,
+				Logger:     lockQuiet,
+			},
 			Key: KeyFunc(func(m events.SQSMessage) (string, error) {
 				return m.MessageAttributes["tenant"].DataType + "/" + m.Body, nil
 			}),

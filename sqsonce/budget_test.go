@@ -16,7 +16,7 @@ import (
 func TestRecordsAreNotStartedInsideTheReserve(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *Config) { c.MaxConcurrency = 1 })
+		b := procSetup(t, be, func(c *ConsumerConfig) { c.MaxConcurrency = 1 })
 		// 10 s left: the reserve is a tenth, 1 s. The first record takes 9.2 s
 		// of it, so the others would start inside the reserve.
 		ctx, cancel := context.WithDeadline(context.Background(), b.clock.Now().Add(10*time.Second))
@@ -48,7 +48,7 @@ func TestReserveIsATenthOfTheInvocationWithinBounds(t *testing.T) {
 		t.Run(tt.left.String(), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *Config) { c.MaxConcurrency = 1 })
+				b := procSetup(t, be, func(c *ConsumerConfig) { c.MaxConcurrency = 1 })
 				ctx, cancel := context.WithDeadline(context.Background(), b.clock.Now().Add(tt.left))
 				defer cancel()
 				// a ends a millisecond before the reserve, so b may start; b
@@ -67,9 +67,9 @@ func TestReserveIsATenthOfTheInvocationWithinBounds(t *testing.T) {
 func TestFailureBackoffStaysWithinSQSsTwelveHours(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *Config) {
+		b := procSetup(t, be, func(c *ConsumerConfig) {
 			c.FailureBackoffBase = 10 * time.Minute
-			c.Rand = func() float64 { return 0.99 }
+			c.Test.Rand = func() float64 { return 0.99 }
 		})
 		rec := newFakeQueues()
 		p := mustProcessor(t, b.cfg, b.handler.handle, rec)

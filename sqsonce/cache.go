@@ -29,7 +29,7 @@ func newCompletedCache(size int) *completedCache {
 }
 
 // held is the cached refusal of key at now: a *HeldError for a duplicate
-// (with its stored result), a *PayloadMismatchError for another payload,
+// (with its stored result), a *payloadMismatchError for another payload,
 // nil when the cache cannot say.
 func (c *completedCache) held(id, payloadHash string, now time.Time) ([]byte, error) {
 	if c == nil {
@@ -44,7 +44,7 @@ func (c *completedCache) held(id, payloadHash string, now time.Time) ([]byte, er
 		return nil, nil
 	}
 	if payloadHash != "" && done.payloadHash != "" && done.payloadHash != payloadHash {
-		return nil, &PayloadMismatchError{ID: id, Status: store.StatusCompleted}
+		return nil, &payloadMismatchError{ID: id, Status: store.StatusCompleted}
 	}
 	return done.result, &store.HeldError{Record: store.Record{ID: id, Status: store.StatusCompleted, ExpiresAt: done.until, PayloadHash: done.payloadHash, Result: done.result}}
 }

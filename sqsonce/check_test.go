@@ -24,7 +24,7 @@ func (s *checkingStore) Check(context.Context) error {
 func TestCheckOtherStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"}, nil)
+	p, err := New(Config{Store: sqsoncetest.NewStore(), KeyPrefix: "app"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestCheckOtherStores(t *testing.T) {
 	}
 
 	own := &checkingStore{Store: sqsoncetest.NewStore(), err: errors.New("bucket gone")}
-	p, err = New(Config{Store: own, KeyPrefix: "app"}, nil)
+	p, err = New(Config{Store: own, KeyPrefix: "app"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"testing"
@@ -15,10 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
-	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/instantaws"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // clientCompletedItem is the record a duplicate's acquire is refused by, as
@@ -115,19 +112,8 @@ func clientProcessor(b *testing.B, url string, cache int, fail bool) *sqsonce.Pr
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := dynamostore.FromEnv(envconfig.Map(map[string]string{"IDEMPOTENCY_TABLE": "bench-table"}), awsCfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := sqsonce.New(sqsonce.Config{
-		AWS:        awsCfg,
-		Store:      st,
-		KeyPrefix:  "bench",
-		LocalCache: cache,
-		Key:        sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body[10 : len(m.Body)-2], nil }),
-		Logger:     slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Metrics:    io.Discard,
-	}, func(context.Context, events.SQSMessage) error {
+	key := sqsonce.KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body[10 : len(m.Body)-2], nil })
+	p, err := newClientProcessor(awsCfg, key, cache, func(context.Context, events.SQSMessage) error {
 		if fail {
 			return errors.New("downstream 503")
 		}

@@ -102,7 +102,7 @@ func TestKeySource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.source+" "+tt.want+tt.wantErr, func(t *testing.T) {
 			t.Parallel()
-			src, err := ParseKeySource(tt.source)
+			src, err := parseKeySource(tt.source)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,8 +123,8 @@ func TestKeySource(t *testing.T) {
 func TestParseKeySourceRejects(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "messageid", "body:", "body:orderId", "body:/a~2", "body:/~~01", "body:/a~", "attribute:", "header:x"} {
-		if _, err := ParseKeySource(s); err == nil {
-			t.Errorf("ParseKeySource(%q) accepted", s)
+		if _, err := parseKeySource(s); err == nil {
+			t.Errorf("parseKeySource(%q) accepted", s)
 		}
 	}
 }
@@ -146,47 +146,47 @@ func TestNewFillsDefaultsAndNamesTheFieldThatCannotWork(t *testing.T) {
 	handler := func(context.Context, events.SQSMessage) error { return nil }
 	// New builds the SQS client, and calls nothing (the endpoint, a closed
 	// loopback port, could answer nothing).
-	valid := Config{Store: memstore.New(), KeyPrefix: "p", AWS: aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}}
-	if _, err := New(valid, handler); err != nil {
+	valid := ConsumerConfig{Config: Config{Store: memstore.New(), KeyPrefix: "p"}, AWS: aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}}
+	if _, err := NewConsumer(valid, handler); err != nil {
 		t.Fatalf("zero values must mean the defaults (MaxConcurrency 0 used to hang): %v", err)
 	}
 	filled, err := valid.check(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filled.MaxConcurrency != 10 || filled.DedupeWindow != DefaultDedupeWindow || filled.InProgress != InProgressRetry ||
-		filled.LockTimeout != 0 || filled.FunctionName != "p" || filled.Now == nil || filled.Logger == nil {
+	if filled.MaxConcurrency != 10 || filled.DedupeWindow != defaultDedupeWindow || filled.InProgress != InProgressRetry ||
+		filled.LockTimeout != 0 || filled.FunctionName != "p" || filled.Test.Now == nil || filled.Logger == nil {
 		t.Errorf("defaults not filled: %+v", filled)
 	}
 	tests := []struct {
 		field  string
-		modify func(*Config)
+		modify func(*ConsumerConfig)
 	}{
-		{"Store", func(c *Config) { c.Store = nil }},
-		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "" }},
-		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a#b" }},
-		{"KeyPrefix", func(c *Config) { c.KeyPrefix = "a\u200bb" }},
-		{"Key", func(c *Config) { c.Key = KeyFromBody("orderId") }},
-		{"Key", func(c *Config) { c.Key = KeyFromAttribute("") }},
-		{"Key", func(c *Config) { c.Key = KeyFunc(nil) }},
-		{"MaxConcurrency", func(c *Config) { c.MaxConcurrency = -1 }},
-		{"MaxConcurrency", func(c *Config) { c.MaxConcurrency = 1001 }},
-		{"LockTimeout", func(c *Config) { c.LockTimeout = -time.Second }},
-		{"LockTimeout", func(c *Config) { c.LockTimeout = 13 * time.Hour }},
-		{"DedupeWindow", func(c *Config) { c.DedupeWindow = -time.Second }},
-		{"InProgress", func(c *Config) { c.InProgress = "wait" }},
-		{"FailureBackoffBase", func(c *Config) { c.FailureBackoffBase = 13 * time.Hour }},
-		{"LocalCache", func(c *Config) { c.LocalCache = -1 }},
-		{"Target", func(c *Config) { c.Target = deliverNothing{} }},
+		{"Store", func(c *ConsumerConfig) { c.Store = nil }},
+		{"KeyPrefix", func(c *ConsumerConfig) { c.KeyPrefix = "" }},
+		{"KeyPrefix", func(c *ConsumerConfig) { c.KeyPrefix = "a#b" }},
+		{"KeyPrefix", func(c *ConsumerConfig) { c.KeyPrefix = "a\u200bb" }},
+		{"Key", func(c *ConsumerConfig) { c.Key = KeyFromBody("orderId") }},
+		{"Key", func(c *ConsumerConfig) { c.Key = KeyFromAttribute("") }},
+		{"Key", func(c *ConsumerConfig) { c.Key = KeyFunc(nil) }},
+		{"MaxConcurrency", func(c *ConsumerConfig) { c.MaxConcurrency = -1 }},
+		{"MaxConcurrency", func(c *ConsumerConfig) { c.MaxConcurrency = 1001 }},
+		{"LockTimeout", func(c *ConsumerConfig) { c.LockTimeout = -time.Second }},
+		{"LockTimeout", func(c *ConsumerConfig) { c.LockTimeout = 13 * time.Hour }},
+		{"DedupeWindow", func(c *ConsumerConfig) { c.DedupeWindow = -time.Second }},
+		{"InProgress", func(c *ConsumerConfig) { c.InProgress = "wait" }},
+		{"FailureBackoffBase", func(c *ConsumerConfig) { c.FailureBackoffBase = 13 * time.Hour }},
+		{"LocalCache", func(c *ConsumerConfig) { c.LocalCache = -1 }},
+		{"Target", func(c *ConsumerConfig) { c.Target = deliverNothing{} }},
 		// SQS calls (here the operator queue's) need an AWS configuration.
-		{"AWS", func(c *Config) {
+		{"AWS", func(c *ConsumerConfig) {
 			c.AWS, c.OperatorQueueURL = aws.Config{}, "https://sqs.us-east-1.amazonaws.com/123456789012/operator"
 		}},
 	}
 	for _, tt := range tests {
 		cfg := valid
 		tt.modify(&cfg)
-		_, err := New(cfg, handler)
+		_, err := NewConsumer(cfg, handler)
 		if got := configFields(err); !slices.Equal(got, []string{tt.field}) || !strings.Contains(err.Error(), "Config."+tt.field) {
 			t.Errorf("%+v: error %v (fields %v), want a ConfigError naming Config.%s", cfg, err, got, tt.field)
 		}
@@ -205,7 +205,7 @@ func TestNewNamesTheVariableOfAConfigFromEnv(t *testing.T) {
 	cfg.Store = memstore.New()
 	cfg.AWS = aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}
 	cfg.MaxConcurrency = -1
-	_, err = New(cfg, nil)
+	_, err = NewConsumer(cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "MAX_CONCURRENCY") || strings.Contains(err.Error(), "Config.") {
 		t.Errorf("error %v, want one naming MAX_CONCURRENCY", err)
 	}

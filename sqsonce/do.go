@@ -9,40 +9,22 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
-// Do runs fn once per key, with the same lock, window and store as the
-// records: for an API handler, a cron job, any side effect. It returns nil
-// when fn ran and succeeded (or succeeded but its completion could not be
-// recorded, which is logged), fn's error when it failed (the lock released
-// so a retry runs again), and otherwise an error matching ErrDuplicate,
-// ErrInProgress, ErrPayloadMismatch, ErrNoKey, ErrUnavailable or
-// ErrMisconfigured, fn not run. With Config.WaitInProgress, a key another
-// caller holds is waited for first.
-//
-// The lock lasts LockTimeout, renewed while fn runs; with a zero
-// LockTimeout, until ctx's deadline plus 5 s, or, when ctx has no
-// deadline, 30 seconds renewed every 10 while fn runs: a process killed
-// inside fn keeps its key in progress for at most 30 seconds.
+// Do runs fn once per key (an API request, a job, any side effect). It
+// returns nil when fn succeeded (its completion unrecorded is logged), fn's
+// error when it failed (the key released for a retry), or, fn not run, an
+// error matching ErrDuplicate, ErrInProgress (after Config.WaitInProgress),
+// ErrPayloadMismatch, ErrNoKey, ErrUnavailable or ErrMisconfigured.
 func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	_, err := p.do(ctx, key, func(ctx context.Context) ([]byte, error) { return nil, fn(ctx) })
 	return err
 }
 
-// DoResult is Do for a function with a result: the first call's result is
-// stored, encoded as JSON, with the key's completion (in the same write),
-// and a later call for the completed key returns it with a nil error,
-// without running fn, until the window ends (Config.DedupeWindow). To tell a
-// replay from a first run (for an Idempotent-Replayed header), note in fn
-// that it ran: a nil error from a call whose fn did not run is a replay
-// (see the example), or read Outcome.Kind in Config.OnOutcome.
-//
-// The encoded result must fit in MaxResultSize bytes. A larger one, or one
-// encoding/json cannot encode, still completes the key, since fn's side
-// effect has happened (running it again would repeat it): DoResult returns
-// fn's value with a *ResultError, and later calls for the key return an
-// error matching ErrDuplicate (no result stored), as does a key completed
-// by Do or by Handle. A stored result that no longer decodes into T (T
-// changed) is an error matching ErrDuplicate too. Every other outcome is
-// Do's, with T's zero value.
+// DoResult is Do for fn with a result, stored as JSON with the key's
+// completion: a later call within the window returns it, nil error, fn not
+// run (a replay: see the example). A result over store.MaxResultSize, or
+// not encodable, completes the key without it: this call gets a
+// *ResultError, later ones ErrDuplicate, as for a key Do or Handle
+// completed or a result that no longer decodes into T (docs/library.md).
 func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx context.Context) (T, error)) (T, error) {
 	var first, zero T
 	var resultErr error
@@ -76,11 +58,10 @@ func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx 
 	return zero, err
 }
 
-// ResultError is a DoResult whose function succeeded but whose result was
-// not stored: too large (Size, over MaxResultSize) or not encodable as JSON
-// (Err). The key is completed without a result.
+// ResultError is a DoResult whose fn succeeded but whose result was not
+// stored, the key completed without it: Size bytes over
+// store.MaxResultSize, or Err from encoding/json. Key is as Outcome's.
 type ResultError struct {
-	// Key is the key, or its hash with Config.HashKeys.
 	Key  string
 	Size int
 	Err  error

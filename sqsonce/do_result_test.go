@@ -22,14 +22,14 @@ type order struct {
 func (e *lockEnv) doProcessor(t *testing.T, st store.Store, sleep func(context.Context, time.Duration) error, configure ...func(*Config)) *Processor {
 	t.Helper()
 	cfg := e.lockConfig(st)
-	cfg.Rand = func() float64 { return 0.5 }
+	cfg.Test.Rand = func() float64 { return 0.5 }
 	for _, c := range configure {
 		c(&cfg)
 	}
 	if sleep == nil {
 		sleep = lockNoSleep
 	}
-	p, err := newProcessor(cfg, nil, deps{sleep: sleep})
+	p, err := newDo(cfg, deps{sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}

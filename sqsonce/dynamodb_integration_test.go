@@ -91,7 +91,7 @@ func sameCalls(got, want map[string]int) bool {
 // now+15 min, and a completion's window ends at now+24 h.
 func doProcessor(t *testing.T, st store.Store, now time.Time, localCache int) *Processor {
 	t.Helper()
-	p, err := New(Config{Store: st, KeyPrefix: "app", Now: func() time.Time { return now }, LocalCache: localCache}, nil)
+	p, err := New(Config{Store: st, KeyPrefix: "app", LocalCache: localCache, Test: TestConfig{Now: func() time.Time { return now }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,16 @@ import (
 // Processor from the environment, its store the DynamoDB table
 // IDEMPOTENCY_TABLE names, and lambda.Start(p.Handle) serves it; here
 // sqsoncetest's in-memory store stands in for the table.
-func ExampleNew() {
+func ExampleNewConsumer() {
 	ctx := context.Background()
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:          sqsoncetest.NewStore(), // or dynamostore.New(...): a DynamoDB table
-		KeyPrefix:      "shipping",
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(), // or dynamostore.New(...): a DynamoDB table
+			KeyPrefix: "shipping",
+			Logger:    slog.New(slog.DiscardHandler),
+		},
 		Key:            sqsonce.KeyFromBody("/orderId"), // a producer's re-send is a duplicate too
 		MaxConcurrency: 1,                               // in order, for a predictable example
-		Logger:         slog.New(slog.DiscardHandler),
 	}, func(ctx context.Context, msg events.SQSMessage) error {
 		fmt.Println("shipping order", sqsonce.Key(ctx))
 		return nil
@@ -51,7 +53,7 @@ func ExampleNew() {
 // same invoice still runs.
 func ExampleProcessor_Do() {
 	ctx := context.Background()
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "billing", Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "billing", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func ExampleProcessor_Do() {
 // A failed function releases its key: the next call runs it again.
 func ExampleProcessor_Do_retry() {
 	ctx := context.Background()
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "mailer", Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "mailer", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,12 +109,14 @@ func ExampleProcessor_Do_retry() {
 // id. A record without the member has no key: it never runs, and is
 // retried until it reaches the dead-letter queue.
 func ExampleKeyFromBody() {
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:          sqsoncetest.NewStore(),
-		KeyPrefix:      "orders",
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(),
+			KeyPrefix: "orders",
+			Logger:    slog.New(slog.DiscardHandler),
+		},
 		Key:            sqsonce.KeyFromBody("/order/id"),
 		MaxConcurrency: 1, // in order, for a predictable example
-		Logger:         slog.New(slog.DiscardHandler),
 	}, func(ctx context.Context, msg events.SQSMessage) error {
 		fmt.Printf("%s runs for key %s\n", msg.MessageId, sqsonce.Key(ctx))
 		return nil
@@ -189,14 +193,14 @@ func ExamplePermanent() {
 }
 
 // An invalid Config is an error naming every bad field, never a panic.
-func ExampleNew_invalid() {
-	_, err := sqsonce.New(sqsonce.Config{KeyPrefix: "orders#v2", InProgress: "wait", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil)
+func ExampleNewConsumer_invalid() {
+	_, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{KeyPrefix: "orders#v2"}, InProgress: "wait", OperatorQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/operator"}, nil)
 	fmt.Println(err)
 	// Output:
 	// sqsonce: invalid Config.Store: nil: give the store that keeps the lock records (dynamostore.New for a DynamoDB table, sqsoncetest.NewStore in a test)
 	// sqsonce: invalid Config.KeyPrefix: "orders#v2" contains '#', the separator of prefix and key
-	// sqsonce: invalid Config.InProgress: "wait" is not "retry" or "drop"
-	// sqsonce: invalid Config.AWS: no region: load it with config.LoadDefaultConfig
+	// sqsonce: invalid ConsumerConfig.InProgress: "wait" is not "retry" or "drop"
+	// sqsonce: invalid ConsumerConfig.AWS: no region: load it with config.LoadDefaultConfig
 }
 
 // ConfigFromEnv reads the deployed function's variables into a Config, for a
@@ -228,7 +232,7 @@ func ExampleIsPermanent() {
 // response: the order is placed once, and a retry of the request (same
 // Idempotency-Key) gets the same order back, marked as a replay.
 func ExampleDoResult() {
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "api", Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "api", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -267,13 +271,15 @@ func ExampleConfig_onOutcome() {
 	var mu sync.Mutex
 	counts := map[sqsonce.Kind]int{}
 	p, err := sqsonce.New(sqsonce.Config{
-		Store: sqsoncetest.NewStore(), KeyPrefix: "jobs", Logger: slog.New(slog.DiscardHandler),
+		Store:     sqsoncetest.NewStore(),
+		KeyPrefix: "jobs",
+		Logger:    slog.New(slog.DiscardHandler),
 		OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
 			mu.Lock()
 			defer mu.Unlock()
 			counts[o.Kind]++
 		},
-	}, nil)
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

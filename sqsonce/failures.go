@@ -15,14 +15,11 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// The operator queue's vocabulary: the attributes a forwarded message
-// carries. AttrReason holds the Outcome's Reason (ReasonPermanent,
-// ReasonPayloadMismatch or ReasonTargetRefused).
+// The attributes of a message on the operator queue: AttrReason holds its
+// Reason; AttrOriginalMessageID the id of the message as first sent, which
+// its copies (replays, a retried send) share.
 const (
-	// AttrReason is the attribute that says why a message was forwarded.
-	AttrReason = sqsmsg.AttrReason
-	// AttrOriginalMessageID is the id of the message as first sent; copies
-	// of one message (replays, a retried send) share it.
+	AttrReason            = sqsmsg.AttrReason
 	AttrOriginalMessageID = sqsmsg.AttrOriginalMessageID
 )
 

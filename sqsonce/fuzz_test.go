@@ -57,21 +57,21 @@ func FuzzKeyFromBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, pointer, body string) {
 		src := KeyFromBody(pointer)
-		parsed, perr := ParseKeySource("body:" + pointer)
+		parsed, perr := parseKeySource("body:" + pointer)
 		tokens, valid := refPointer(pointer)
 		if (perr == nil) != valid {
-			t.Fatalf("ParseKeySource(body:%q) = %v; the pointer is valid per RFC 6901: %t", pointer, perr, valid)
+			t.Fatalf("parseKeySource(body:%q) = %v; the pointer is valid per RFC 6901: %t", pointer, perr, valid)
 		}
 		if !valid {
 			return
 		}
 		msg := events.SQSMessage{MessageId: "m-1", Body: body}
-		key, err := src.Key(msg)
-		key2, err2 := parsed.Key(msg)
+		key, err := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
+		key2, err2 := parsed.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if key != key2 || fmt.Sprint(err) != fmt.Sprint(err2) {
-			t.Fatalf("KeyFromBody and ParseKeySource disagree: %q, %v and %q, %v", key, err, key2, err2)
+			t.Fatalf("KeyFromBody and parseKeySource disagree: %q, %v and %q, %v", key, err, key2, err2)
 		}
-		again, errAgain := src.Key(msg)
+		again, errAgain := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if again != key || fmt.Sprint(errAgain) != fmt.Sprint(err) {
 			t.Fatalf("same body, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
@@ -107,7 +107,7 @@ func FuzzKeyFromBody(f *testing.F) {
 
 		// Every other spelling of the same value gives the same key.
 		for _, other := range []string{stdEncode(t, tree), asciiEncode(tree, false), asciiEncode(tree, true)} {
-			k, err := src.Key(events.SQSMessage{MessageId: "m-1", Body: other})
+			k, err := src.keyOf(events.SQSMessage{MessageId: "m-1", Body: other}, "ConsumerConfig.Key", maxKeyBytes)
 			if err != nil || k != key {
 				t.Fatalf("%q gives key %q, but %q, the same value spelled otherwise, gives %q, %v", body, key, other, k, err)
 			}
@@ -135,16 +135,16 @@ func FuzzParseKeySource(f *testing.F) {
 	f.Add("header:x", "", "", []byte(nil), "")
 	f.Add("messageid", "", "", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, spec, body, attrText string, attrBinary []byte, origID string) {
-		src, err := ParseKeySource(spec)
+		src, err := parseKeySource(spec)
 		if err != nil {
 			if !strings.Contains(err.Error(), spec) && !strings.Contains(err.Error(), strconv.Quote(spec)) &&
 				!strings.Contains(err.Error(), "JSON pointer") && !strings.Contains(err.Error(), "attribute name") {
-				t.Fatalf("ParseKeySource(%q) = %v: the error does not say what is wrong", spec, err)
+				t.Fatalf("parseKeySource(%q) = %v: the error does not say what is wrong", spec, err)
 			}
 			return
 		}
 		if src.String() != spec {
-			t.Fatalf("ParseKeySource(%q) spells itself %q", spec, src.String())
+			t.Fatalf("parseKeySource(%q) spells itself %q", spec, src.String())
 		}
 		msg := events.SQSMessage{MessageId: "m-1", Body: body, MessageAttributes: map[string]events.SQSMessageAttribute{}}
 		if name, ok := strings.CutPrefix(spec, "attribute:"); ok {
@@ -157,8 +157,8 @@ func FuzzParseKeySource(f *testing.F) {
 		if origID != "" {
 			msg.MessageAttributes[sqsmsg.AttrOriginalMessageID] = events.SQSMessageAttribute{DataType: "String", StringValue: &origID}
 		}
-		key, err := src.Key(msg)
-		again, errAgain := src.Key(msg)
+		key, err := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
+		again, errAgain := src.keyOf(msg, "ConsumerConfig.Key", maxKeyBytes)
 		if again != key || fmt.Sprint(errAgain) != fmt.Sprint(err) {
 			t.Fatalf("same record, other answer: %q, %v then %q, %v", key, err, again, errAgain)
 		}
@@ -381,7 +381,7 @@ func FuzzConfigFromEnv(f *testing.F) {
 			t.Fatalf("accepted once, refused the second time: %v", err)
 		}
 		cfg.Store = sqsoncetest.NewStore()
-		_, err = New(cfg, noop)
+		_, err = NewConsumer(cfg, noop)
 		callsSQS := cfg.OperatorQueueURL != "" || cfg.FailureBackoffBase > 0 || cfg.QueueURL != ""
 		if err != nil {
 			var ce *ConfigError
@@ -390,7 +390,7 @@ func FuzzConfigFromEnv(f *testing.F) {
 			}
 		}
 		cfg.AWS = aws.Config{Region: "us-east-1"}
-		if _, err := New(cfg, noop); err != nil {
+		if _, err := NewConsumer(cfg, noop); err != nil {
 			t.Fatalf("ConfigFromEnv accepted %q, New refused it with an AWS configuration: %v", env, err)
 		}
 	})

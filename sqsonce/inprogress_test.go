@@ -27,15 +27,19 @@ type inProgressBed struct {
 	runs   atomic.Int32
 }
 
-func newInProgressBed(t *testing.T, configure func(*Config)) *inProgressBed {
+func newInProgressBed(t *testing.T, configure func(*ConsumerConfig)) *inProgressBed {
 	t.Helper()
 	b := &inProgressBed{store: sqsoncetest.NewStore(), queues: newFakeQueues()}
 	b.url = b.queues.newQueue(t, false, nil)
-	cfg := Config{
-		Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId"),
+	cfg := ConsumerConfig{
+		Config: Config{
+			Store:     b.store,
+			KeyPrefix: "orders",
+			Test:      TestConfig{Now: b.store.Now, Rand: func() float64 { return 0.5 }},
+		},
+		Key: KeyFromBody("/orderId"),
 		// A dummy region: the SQS calls go to the fake.
-		AWS:  awsOffline(),
-		Rand: func() float64 { return 0.5 },
+		AWS: awsOffline(),
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -117,8 +121,7 @@ func TestInProgressRecordIsHiddenUntilTheLockCanBeTakenOver(t *testing.T) {
 func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	var log syncBuffer
-	p, err := New(Config{Store: st, Now: st.Now, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil))},
-		func(context.Context, events.SQSMessage) error { return nil })
+	p, err := NewConsumer(ConsumerConfig{Config: Config{Store: st, KeyPrefix: "orders", Logger: slog.New(slog.NewTextHandler(&log, nil)), Test: TestConfig{Now: st.Now}}}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestInProgressWithoutAWSMakesNoCall(t *testing.T) {
 // effect, and no batch item failure.
 func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	t.Run("handler", func(t *testing.T) {
-		b := newInProgressBed(t, func(c *Config) { c.MaxConcurrency = 10 })
+		b := newInProgressBed(t, func(c *ConsumerConfig) { c.MaxConcurrency = 10 })
 		if failed := b.handle(t, b.record(t, "m-1", "A-1"), b.record(t, "m-2", "A-2"), b.record(t, "m-3", "A-1")); len(failed) != 0 {
 			t.Fatalf("failed %v, want none", failed)
 		}
@@ -149,7 +152,7 @@ func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	t.Run("handler, the first copy failed", func(t *testing.T) {
 		b := newInProgressBed(t, nil)
 		calls := 0
-		p, err := newProcessor(Config{Store: b.store, Now: b.store.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId")}, func(context.Context, events.SQSMessage) error {
+		p, err := newProcessor(ConsumerConfig{Config: Config{Store: b.store, KeyPrefix: "orders", Test: TestConfig{Now: b.store.Now}}, Key: KeyFromBody("/orderId")}, func(context.Context, events.SQSMessage) error {
 			calls++ // one unit: the copies never run at once
 			if calls == 1 {
 				return errors.New("downstream down")
@@ -169,7 +172,7 @@ func TestCopiesOfAKeyInOneBatch(t *testing.T) {
 	})
 	t.Run("target", func(t *testing.T) {
 		tg := &countingTarget{}
-		b := newInProgressBed(t, func(c *Config) { c.Target = tg })
+		b := newInProgressBed(t, func(c *ConsumerConfig) { c.Target = tg })
 		if failed := b.handle(t, b.record(t, "m-1", "A-1"), b.record(t, "m-2", "A-1")); len(failed) != 0 {
 			t.Fatalf("failed %v, want none", failed)
 		}

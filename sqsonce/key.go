@@ -18,10 +18,8 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// KeySource says where a record's idempotency key comes from: the zero
-// value is KeyFromMessageID. Build one with KeyFromMessageID, KeyFromBody,
-// KeyFromAttribute or KeyFunc; ParseKeySource reads the IDEMPOTENCY_KEY
-// spelling of the first three.
+// KeySource says where a record's idempotency key comes from; the zero
+// value is KeyFromMessageID.
 type KeySource struct {
 	kind string // "" (messageId), "body", "attribute" or "func"
 	// arg is the JSON pointer for "body", the attribute name for "attribute".
@@ -32,17 +30,14 @@ type KeySource struct {
 	fn  func(events.SQSMessage) (string, error)
 }
 
-// KeyFromMessageID keys each record by its SQS message id: the original
-// message's id on a copy the dlq-replayer re-sent, so a replay of a
-// completed message stays a duplicate. It suppresses SQS's own redeliveries,
-// not a producer's second send of the same thing (key that by its body).
+// KeyFromMessageID keys each record by its message id (a replayed copy's
+// original id): SQS's redeliveries are duplicates, a producer's re-send is
+// not (key that by its body).
 func KeyFromMessageID() KeySource { return KeySource{} }
 
 // KeyFromBody keys each record by the string or number at pointer (RFC
-// 6901, such as "/orderId" or "/order/id") in its JSON body. The body is
-// read strictly: a record whose body is not one JSON value, lacks the
-// member, repeats it, or holds a boolean, null, object or array there has
-// no key (ErrNoKey). An invalid pointer is an error from New.
+// 6901, such as "/orderId") in its JSON body, read strictly
+// (docs/processor.md, "Keys"); a record without it has no key.
 func KeyFromBody(pointer string) KeySource {
 	tokens, err := parsePointer(pointer)
 	return KeySource{kind: "body", arg: pointer, tokens: tokens, err: err}
@@ -58,10 +53,8 @@ func KeyFromAttribute(name string) KeySource {
 	return ks
 }
 
-// KeyFunc keys each record by f's result, for a key no other KeySource
-// describes. Its result is checked like any key's (not empty, at most 1024
-// bytes, valid UTF-8); an error leaves the record without a key: it is
-// retried, never run.
+// KeyFunc keys each record by f's result, checked like any key (not empty,
+// at most 1024 bytes, UTF-8); an error leaves the record without a key.
 func KeyFunc(f func(msg events.SQSMessage) (string, error)) KeySource {
 	ks := KeySource{kind: "func", fn: f}
 	if f == nil {
@@ -70,10 +63,10 @@ func KeyFunc(f func(msg events.SQSMessage) (string, error)) KeySource {
 	return ks
 }
 
-// ParseKeySource reads IDEMPOTENCY_KEY's spelling of a KeySource:
+// parseKeySource reads IDEMPOTENCY_KEY's spelling of a KeySource:
 // "messageId", "body:<JSON pointer>" (such as "body:/orderId") or
 // "attribute:<name>".
-func ParseKeySource(s string) (KeySource, error) {
+func parseKeySource(s string) (KeySource, error) {
 	kind, arg, _ := strings.Cut(s, ":")
 	var ks KeySource
 	switch {
@@ -101,16 +94,9 @@ func (k KeySource) String() string {
 	return k.kind + ":" + k.arg
 }
 
-// Key returns msg's idempotency key as a Processor with this KeySource
-// reads it, or an error matching ErrNoKey: for a program that predicts
-// which record a message will lock (the local demo's -stack mode).
-func (k KeySource) Key(msg events.SQSMessage) (string, error) {
-	return k.keyOf(msg, "Config.Key", maxKeyBytes)
-}
-
 // keyOf returns the record's idempotency key, of at most maxBytes bytes (0:
 // any length, for hashed keys). setting names where the key source came
-// from, for the error: "IDEMPOTENCY_KEY" or "Config.Key".
+// from, for the error: "IDEMPOTENCY_KEY" or "ConsumerConfig.Key".
 func (k KeySource) keyOf(msg events.SQSMessage, setting string, maxBytes int) (string, error) {
 	key, err := k.key(msg)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // IDEMPOTENCY_KEY.
 func keyOfSource(t *testing.T, s string, msg events.SQSMessage) (string, error) {
 	t.Helper()
-	src, err := ParseKeySource(s)
+	src, err := parseKeySource(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +148,9 @@ func TestTypedKeySources(t *testing.T) {
 		"attribute:a:b":     KeyFromAttribute("a:b"),
 		"body:/orders/0/id": KeyFromBody("/orders/0/id"),
 	} {
-		parsed, err := ParseKeySource(spelling)
+		parsed, err := parseKeySource(spelling)
 		if err != nil || !reflect.DeepEqual(parsed, typed) || typed.String() != spelling {
-			t.Errorf("ParseKeySource(%q) = %#v, %v; want %#v, spelled %q (it spells %q)", spelling, parsed, err, typed, spelling, typed.String())
+			t.Errorf("parseKeySource(%q) = %#v, %v; want %#v, spelled %q (it spells %q)", spelling, parsed, err, typed, spelling, typed.String())
 		}
 	}
 	if (KeySource{}).String() != "messageId" {
@@ -162,13 +162,13 @@ func TestTypedKeySources(t *testing.T) {
 		}
 		return m.Body, nil
 	})
-	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "Config.Key", maxKeyBytes); err != nil || got != "k-1" {
+	if got, err := fn.keyOf(events.SQSMessage{Body: "k-1"}, "ConsumerConfig.Key", maxKeyBytes); err != nil || got != "k-1" {
 		t.Errorf("KeyFunc key = %q, %v; want k-1", got, err)
 	}
 	for body, want := range map[string]string{"": "empty body", strings.Repeat("x", 1025): "exceeds"} {
-		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "Config.Key", maxKeyBytes); !errors.Is(err, ErrNoKey) ||
-			!strings.Contains(err.Error(), "Config.Key=a key function") || !strings.Contains(err.Error(), want) {
-			t.Errorf("KeyFunc refusal %v, want ErrNoKey naming Config.Key and saying %q", err, want)
+		if _, err := fn.keyOf(events.SQSMessage{Body: body}, "ConsumerConfig.Key", maxKeyBytes); !errors.Is(err, ErrNoKey) ||
+			!strings.Contains(err.Error(), "ConsumerConfig.Key=a key function") || !strings.Contains(err.Error(), want) {
+			t.Errorf("KeyFunc refusal %v, want ErrNoKey naming ConsumerConfig.Key and saying %q", err, want)
 		}
 	}
 }

@@ -16,9 +16,9 @@ import (
 
 // Defaults and margins of the lock.
 const (
-	// DefaultDedupeWindow is how long a completed key suppresses duplicates
+	// defaultDedupeWindow is how long a completed key suppresses duplicates
 	// when Config.DedupeWindow is zero.
-	DefaultDedupeWindow = 24 * time.Hour
+	defaultDedupeWindow = 24 * time.Hour
 	// deadlineMargin extends a lock past the invocation's deadline, for clock
 	// skew between the host that takes the lock and the one that checks it.
 	deadlineMargin = 5 * time.Second
@@ -255,7 +255,7 @@ func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time
 		case rec.Status == store.StatusCompleted:
 			h := &store.HeldError{Record: rec}
 			if stored := rec.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
-				return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: rec.Status}, waited: g.now().Sub(start)}
+				return nil, lockResult{outcome: payloadMismatch, err: &payloadMismatchError{ID: id, Status: rec.Status}, waited: g.now().Sub(start)}
 			}
 			g.cache.add(id, rec.ExpiresAt, rec.PayloadHash, rec.Result)
 			return nil, lockResult{outcome: duplicate, err: h, result: rec.Result, waited: g.now().Sub(start)}
@@ -303,7 +303,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 	switch {
 	case errors.As(err, &held):
 		if stored := held.Record.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
-			return nil, lockResult{outcome: payloadMismatch, err: &PayloadMismatchError{ID: id, Status: held.Record.Status}}
+			return nil, lockResult{outcome: payloadMismatch, err: &payloadMismatchError{ID: id, Status: held.Record.Status}}
 		}
 		if held.Record.Status == store.StatusCompleted {
 			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash, held.Record.Result)

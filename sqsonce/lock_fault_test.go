@@ -57,7 +57,7 @@ func lockFakeLocker(t *testing.T, fake *lockFakeDynamo, now func() time.Time, sl
 	if sleep == nil {
 		sleep = lockNoSleep
 	}
-	p, err := newProcessor(Config{Store: dynamostore.New(fake, "t"), KeyPrefix: "p", Now: now, Logger: lockQuiet}, nil, deps{sleep: sleep})
+	p, err := newProcessor(ConsumerConfig{Config: Config{Store: dynamostore.New(fake, "t"), KeyPrefix: "p", Logger: lockQuiet, Test: TestConfig{Now: now}}}, nil, deps{sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ var lockQuiet = slog.New(slog.DiscardHandler)
 // lockConfig is the lock tests' configuration: a 30 s lock, a window of an
 // hour, the test's clock.
 func (e *lockEnv) lockConfig(st store.Store) Config {
-	return Config{Store: st, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Now: e.clock.Now, Logger: lockQuiet}
+	return Config{Store: st, KeyPrefix: lockPrefix, LockTimeout: 30 * time.Second, DedupeWindow: time.Hour, Logger: lockQuiet, Test: TestConfig{Now: e.clock.Now}}
 }
 
 // locker is the locker New builds for a holder on store, configured as
@@ -154,7 +154,7 @@ func (e *lockEnv) locker(t testing.TB, st store.Store, configure ...func(*Config
 // completion retried without waiting.
 func lockNewLocker(t testing.TB, cfg Config, after func(time.Duration) <-chan time.Time) *locker {
 	t.Helper()
-	p, err := newProcessor(cfg, nil, deps{after: after, sleep: lockNoSleep})
+	p, err := newDo(cfg, deps{after: after, sleep: lockNoSleep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // emitMetrics writes the invocation's metrics, counted from the records'
-// Outcomes (those Config.OnOutcome receives), to Config.Metrics: in
+// Outcomes (those Config.OnOutcome receives), to ConsumerConfig.Metrics: in
 // namespace sqs-once with the dimension FunctionName, each record once
 // under its Kind (with the dimension Reason when it has one), and again
 // under LockLost, BackoffApplied and InProgressHidden for what happened on

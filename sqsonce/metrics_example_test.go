@@ -22,11 +22,13 @@ import (
 func ExampleConfig_metrics() {
 	ctx := context.Background()
 	var emf bytes.Buffer
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:        sqsoncetest.NewStore(), // in memory, for the example
-		KeyPrefix:    "metrics-example",
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(), // in memory, for the example
+			KeyPrefix: "metrics-example",
+			Logger:    slog.New(slog.DiscardHandler),
+		},
 		Key:          sqsonce.KeyFromBody("/orderId"),
-		Logger:       slog.New(slog.DiscardHandler),
 		Metrics:      &emf,
 		FunctionName: "orders-processor",
 	}, func(context.Context, events.SQSMessage) error { return nil })

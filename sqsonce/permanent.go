@@ -2,28 +2,27 @@ package sqsonce
 
 import "errors"
 
-// PermanentError marks a business failure that no retry can fix, such as a
+// permanentError marks a business failure that no retry can fix, such as a
 // body that will never parse.
-type PermanentError struct{ Err error }
+type permanentError struct{ Err error }
 
 // Error describes the failure in one line.
-func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *permanentError) Error() string { return "permanent: " + e.Err.Error() }
 
 // Unwrap returns the cause, for errors.Is and errors.As.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func (e *permanentError) Unwrap() error { return e.Err }
 
-// Permanent marks err as permanent. With Config.OperatorQueueURL set, the message
-// goes straight to the operator queue instead of burning its retries;
-// without it, it is retried like any failure.
+// Permanent marks err as a failure no retry fixes: the record goes to
+// ConsumerConfig.OperatorQueueURL at once, or is retried without one.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &PermanentError{Err: err}
+	return &permanentError{Err: err}
 }
 
 // IsPermanent reports whether err, or an error it wraps, was marked Permanent.
 func IsPermanent(err error) bool {
-	var p *PermanentError
+	var p *permanentError
 	return errors.As(err, &p)
 }

@@ -30,7 +30,7 @@ func ExampleFromEnv() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: st, AWS: awsCfg}, func(ctx context.Context, msg events.SQSMessage) error {
+	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: st}, AWS: awsCfg}, func(ctx context.Context, msg events.SQSMessage) error {
 		return ship(ctx, sqsonce.Key(ctx), msg.Body)
 	})
 	if err != nil {
@@ -41,13 +41,19 @@ func ExampleFromEnv() {
 
 func ship(context.Context, string, string) error { return nil }
 
-// Key is the idempotency key the function runs for: with Config.Key
+// Key is the idempotency key the function runs for: with ConsumerConfig.Key
 // KeyFromBody("/orderId"), the order id, whichever message brought it.
 // (A handler's own unit test sets it with sqsoncetest.Context.)
 func ExampleKey() {
 	ctx := context.Background()
-	p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "keys", Key: sqsonce.KeyFromBody("/orderId"),
-		Logger: slog.New(slog.DiscardHandler)}, func(ctx context.Context, msg events.SQSMessage) error {
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(),
+			KeyPrefix: "keys",
+			Logger:    slog.New(slog.DiscardHandler),
+		},
+		Key: sqsonce.KeyFromBody("/orderId"),
+	}, func(ctx context.Context, msg events.SQSMessage) error {
 		fmt.Printf("message %s runs for key %s\n", msg.MessageId, sqsonce.Key(ctx))
 		return nil
 	})
@@ -74,19 +80,25 @@ func ExampleInProgressPolicy() {
 	orders := "arn:aws:sqs:us-east-1:123456789012:orders"
 	for _, policy := range []sqsonce.InProgressPolicy{sqsonce.InProgressRetry, sqsonce.InProgressDrop} {
 		var p *sqsonce.Processor
-		p, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "policy", Key: sqsonce.KeyFromBody("/orderId"),
-			InProgress: policy, Logger: slog.New(slog.DiscardHandler)},
-			func(ctx context.Context, msg events.SQSMessage) error {
-				if msg.MessageId != "first" {
-					return nil
-				}
-				// The second delivery, handled while this one holds the key.
-				resp, err := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
-					{MessageId: "second", Body: msg.Body, EventSourceARN: orders},
-				}})
-				fmt.Printf("%s: second delivery, records to retry: %d %v\n", policy, len(resp.BatchItemFailures), err)
+		p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+			Config: sqsonce.Config{
+				Store:     sqsoncetest.NewStore(),
+				KeyPrefix: "policy",
+				Logger:    slog.New(slog.DiscardHandler),
+			},
+			Key:        sqsonce.KeyFromBody("/orderId"),
+			InProgress: policy,
+		}, func(ctx context.Context, msg events.SQSMessage) error {
+			if msg.MessageId != "first" {
 				return nil
-			})
+			}
+			// The second delivery, handled while this one holds the key.
+			resp, err := p.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+				{MessageId: "second", Body: msg.Body, EventSourceARN: orders},
+			}})
+			fmt.Printf("%s: second delivery, records to retry: %d %v\n", policy, len(resp.BatchItemFailures), err)
+			return nil
+		})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -75,10 +75,12 @@ func BenchmarkRecordInMemory(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			p, err := New(Config{
-				Store:     dynamostore.New(scriptedDynamo{completed: c.completed}, "t"),
-				KeyPrefix: "p",
-				Logger:    discardLogger,
+			p, err := NewConsumer(ConsumerConfig{
+				Config: Config{
+					Store:     dynamostore.New(scriptedDynamo{completed: c.completed}, "t"),
+					KeyPrefix: "p",
+					Logger:    discardLogger,
+				},
 			}, func(context.Context, events.SQSMessage) error { return c.err })
 			if err != nil {
 				b.Fatal(err)

@@ -18,7 +18,7 @@ import (
 
 func TestFailureBackoffHidesFailedRecords(t *testing.T) {
 	t.Parallel()
-	b := procSetup(t, dynamoBackend, func(c *Config) { c.FailureBackoffBase = 10 * time.Second })
+	b := procSetup(t, dynamoBackend, func(c *ConsumerConfig) { c.FailureBackoffBase = 10 * time.Second })
 	// Visibility timeout 0: without the backoff the failed message would be
 	// receivable again at once.
 	url, ev := receiveEvent(t, b, map[string]string{"VisibilityTimeout": "0"}, "fails", "works")

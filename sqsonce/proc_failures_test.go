@@ -76,7 +76,7 @@ func TestPermanentFailureIsRetriedWhenOperatorQueueUnavailable(t *testing.T) {
 func TestFailureBackoffGrowsWithReceiveCount(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *Config) { c.FailureBackoffBase = 10 * time.Second })
+		b := procSetup(t, be, func(c *ConsumerConfig) { c.FailureBackoffBase = 10 * time.Second })
 		rec := newFakeQueues()
 		p := mustProcessor(t, b.cfg, b.handler.handle, rec)
 		var records []events.SQSMessage
@@ -164,7 +164,7 @@ func TestFailureOnTheLastReceiveIsLeftVisible(t *testing.T) {
 			main := queues.newQueue(t, false, map[string]string{
 				"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:dlq","maxReceiveCount":"2"}`,
 			})
-			b := procSetup(t, memoryBackend, func(c *Config) {
+			b := procSetup(t, memoryBackend, func(c *ConsumerConfig) {
 				c.FailureBackoffBase = 10 * time.Second
 				if tt.knowQueue {
 					c.QueueURL = main

@@ -18,14 +18,14 @@ import (
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 )
 
-// keyFrom sets Config.Key from its IDEMPOTENCY_KEY spelling.
-func keyFrom(t testing.TB, source string) func(*Config) {
+// keyFrom sets ConsumerConfig.Key from its IDEMPOTENCY_KEY spelling.
+func keyFrom(t testing.TB, source string) func(*ConsumerConfig) {
 	t.Helper()
-	key, err := ParseKeySource(source)
+	key, err := parseKeySource(source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *Config) { c.Key = key }
+	return func(c *ConsumerConfig) { c.Key = key }
 }
 
 func TestConcurrentDeliveriesRunHandlerOnce(t *testing.T) {
@@ -78,7 +78,7 @@ func TestInProgress(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *Config) { c.InProgress = policy })
+				b := procSetup(t, be, func(c *ConsumerConfig) { c.InProgress = policy })
 				// The first holder is still running when the redelivery arrives.
 				release := make(chan struct{})
 				entered := make(chan struct{})
@@ -155,7 +155,7 @@ func TestKeySourcesGuardTheRightKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *Config) { c.Key = tt.source })
+				b := procSetup(t, be, func(c *ConsumerConfig) { c.Key = tt.source })
 				var seen []string // what the handler is told its key is
 				b.handler.hook = func(ctx context.Context, _ events.SQSMessage) { seen = append(seen, Key(ctx)) }
 				if failed := b.handle(t, tt.first); len(failed) != 0 {
@@ -328,7 +328,7 @@ func TestStandardBatchRunsConcurrently(t *testing.T) {
 func TestMaxConcurrencyBoundsParallelRecords(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, be procBackend) {
-		b := procSetup(t, be, func(c *Config) { c.MaxConcurrency = 3 })
+		b := procSetup(t, be, func(c *ConsumerConfig) { c.MaxConcurrency = 3 })
 		var mu sync.Mutex
 		running, peak := 0, 0
 		b.handler.hook = func(context.Context, events.SQSMessage) {
@@ -449,15 +449,21 @@ func TestHandlerSlowerThanItsLock(t *testing.T) {
 // goConfig is cfg as a program would build it in Go, field by field: every
 // exported field's value, without the mark ConfigFromEnv leaves (an
 // unexported field) that makes errors and logs name variables.
-func goConfig(cfg Config) Config {
-	var out Config
-	src, dst := reflect.ValueOf(cfg), reflect.ValueOf(&out).Elem()
+func goConfig(cfg ConsumerConfig) ConsumerConfig {
+	var out ConsumerConfig
+	copyExported(reflect.ValueOf(cfg), reflect.ValueOf(&out).Elem())
+	out.Config = Config{}
+	copyExported(reflect.ValueOf(cfg.Config), reflect.ValueOf(&out.Config).Elem())
+	return out
+}
+
+// copyExported sets dst's exported fields to src's.
+func copyExported(src, dst reflect.Value) {
 	for i := range src.NumField() {
 		if dst.Type().Field(i).IsExported() {
 			dst.Field(i).Set(src.Field(i))
 		}
 	}
-	return out
 }
 
 // discardLogger is for processors whose logs no test reads.

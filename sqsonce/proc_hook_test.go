@@ -47,12 +47,18 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 	var outs []Outcome
 	var seen string
 	const email = "alice@example.com"
-	cfg := Config{
-		Store: st, Now: st.Now, KeyPrefix: "mail", Key: KeyFromBody("/to"), HashKeys: true,
-		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
-		OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
+	cfg := ConsumerConfig{
+		Config: Config{
+			Store:     st,
+			KeyPrefix: "mail",
+			HashKeys:  true,
+			Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+			OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
+			Test:      TestConfig{Now: st.Now},
+		},
+		Key: KeyFromBody("/to"),
 	}
-	p, err := New(cfg, func(ctx context.Context, _ events.SQSMessage) error { seen = Key(ctx); return nil })
+	p, err := NewConsumer(cfg, func(ctx context.Context, _ events.SQSMessage) error { seen = Key(ctx); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +89,7 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 		t.Errorf("Do with a 5000-byte key and HashKeys: %v", err)
 	}
 	cfg.HashKeys = false
-	plain, err := New(cfg, nil)
+	plain, err := New(cfg.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +104,8 @@ func TestHashKeysKeepKeysOutOfTableAndLogs(t *testing.T) {
 func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	clock := testclock.New(st.Now())
-	cfg := Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}
-	p, err := newProcessor(cfg, nil, deps{after: clock.After, sleep: lockNoSleep})
+	cfg := Config{Store: st, KeyPrefix: "jobs", Test: TestConfig{Now: clock.Now}}
+	p, err := newDo(cfg, deps{after: clock.After, sleep: lockNoSleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +146,7 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 	killed := st.Records()["jobs#nightly"]
 	killed.ID, killed.Status, killed.LockExpiresAt = "jobs#weekly", store.StatusProcessing, clock.Now().Add(30*time.Second)
 	st.Put(killed)
-	other, err := New(Config{Store: st, Now: clock.Now, KeyPrefix: "jobs"}, nil)
+	other, err := New(Config{Store: st, KeyPrefix: "jobs", Test: TestConfig{Now: clock.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +163,19 @@ func TestDoWithoutDeadlineRenewsAShortLock(t *testing.T) {
 func TestOnOutcomeTellsEachRecordOnce(t *testing.T) {
 	st := sqsoncetest.NewStore()
 	var outs []Outcome
-	cfg := Config{
-		Store: st, Now: st.Now, KeyPrefix: "orders", Key: KeyFromBody("/id"), MaxConcurrency: 1,
-		Logger:    lockQuiet,
-		OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
+	cfg := ConsumerConfig{
+		Config: Config{
+			Store:     st,
+			KeyPrefix: "orders",
+			Logger:    lockQuiet,
+			OnOutcome: func(_ context.Context, o Outcome) { outs = append(outs, o) },
+			Test:      TestConfig{Now: st.Now},
+		},
+		Key:            KeyFromBody("/id"),
+		MaxConcurrency: 1,
 	}
 	boom := errors.New("downstream down")
-	p, err := New(cfg, func(_ context.Context, m events.SQSMessage) error {
+	p, err := NewConsumer(cfg, func(_ context.Context, m events.SQSMessage) error {
 		if strings.Contains(m.Body, "fail") {
 			return boom
 		}
@@ -221,16 +233,25 @@ func TestConcurrentHandleOnOneProcessor(t *testing.T) {
 	var told atomic.Int64
 	kinds := sync.Map{} // message id -> kind
 	var effects sync.Map
-	cfg := Config{
-		Store: st, Now: st.Now, KeyPrefix: "orders", Key: KeyFromBody("/orderId"),
-		AWS: awsOffline(), QueueURL: url, LocalCache: 100, Metrics: &metricsOut, FunctionName: "fn",
-		Logger: lockQuiet, Rand: func() float64 { return 0.5 },
-		OnOutcome: func(_ context.Context, o Outcome) {
-			told.Add(1)
-			if _, dup := kinds.LoadOrStore(o.MessageID, o.Kind); dup {
-				t.Errorf("message %s told twice", o.MessageID)
-			}
+	cfg := ConsumerConfig{
+		Config: Config{
+			Store:      st,
+			KeyPrefix:  "orders",
+			LocalCache: 100,
+			Logger:     lockQuiet,
+			OnOutcome: func(_ context.Context, o Outcome) {
+				told.Add(1)
+				if _, dup := kinds.LoadOrStore(o.MessageID, o.Kind); dup {
+					t.Errorf("message %s told twice", o.MessageID)
+				}
+			},
+			Test: TestConfig{Now: st.Now, Rand: func() float64 { return 0.5 }},
 		},
+		Key:          KeyFromBody("/orderId"),
+		AWS:          awsOffline(),
+		QueueURL:     url,
+		Metrics:      &metricsOut,
+		FunctionName: "fn",
 	}
 	p, err := newProcessor(cfg, func(ctx context.Context, m events.SQSMessage) error {
 		n, _ := effects.LoadOrStore(Key(ctx), new(atomic.Int32))

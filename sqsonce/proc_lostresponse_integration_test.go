@@ -29,7 +29,7 @@ func TestLostTableAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 		for _, fault := range []faultproxy.Kind{faultproxy.FailAfter, faultproxy.ResetAfter} {
 			t.Run(fmt.Sprintf("%s/%s", c, fault), func(t *testing.T) {
 				t.Parallel()
-				b := procSetup(t, dynamoBackend, func(cfg *Config) { cfg.InProgress = c.mode })
+				b := procSetup(t, dynamoBackend, func(cfg *ConsumerConfig) { cfg.InProgress = c.mode })
 				p := faultyTable(t, b)
 				p.ScriptWhen("UpdateItem", match[c.op], fault)
 				checkLostAnswer(t, b, c, p.Pending)

@@ -100,7 +100,7 @@ func TestLostStoreAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	for _, c := range lostAnswerCases() {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			b := procSetup(t, memoryBackend, func(cfg *Config) { cfg.InProgress = c.mode })
+			b := procSetup(t, memoryBackend, func(cfg *ConsumerConfig) { cfg.InProgress = c.mode })
 			st := b.faults.(*faultStore)
 			st.loseAnswer(c.op)
 			checkLostAnswer(t, b, c, st.pendingLost)

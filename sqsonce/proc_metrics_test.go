@@ -41,7 +41,7 @@ func checkProcMetrics(t *testing.T, b *procBundle, from time.Time, n int, want m
 // metricsCase is a run of invocations and the metrics it must write.
 type metricsCase struct {
 	name      string
-	configure func(*Config)
+	configure func(*ConsumerConfig)
 	// prepare runs before the measured invocations (its metrics are
 	// discarded); run makes them and returns how many.
 	prepare func(t *testing.T, b *procBundle)
@@ -58,12 +58,12 @@ func runMetricsCases(t *testing.T, backends []procBackend, cases []metricsCase) 
 			for _, be := range backends {
 				t.Run(be.name, func(t *testing.T) {
 					t.Parallel()
-					var configure []func(*Config)
+					var configure []func(*ConsumerConfig)
 					if tt.configure != nil {
 						configure = append(configure, tt.configure)
 					}
 					told := &toldOutcomes{}
-					configure = append(configure, func(c *Config) { c.OnOutcome = told.add })
+					configure = append(configure, func(c *ConsumerConfig) { c.OnOutcome = told.add })
 					b := procSetup(t, be, configure...)
 					if tt.prepare != nil {
 						tt.prepare(t, b)
@@ -133,7 +133,7 @@ func (o *toldOutcomes) counts() metricCounts {
 	return c
 }
 
-func withBackoff(c *Config) { c.FailureBackoffBase = 10 * time.Second }
+func withBackoff(c *ConsumerConfig) { c.FailureBackoffBase = 10 * time.Second }
 
 // TestMetricsCountEachFate runs batches through the processor and checks
 // the EMF documents it writes: one set per invocation, aggregated, with
@@ -162,7 +162,7 @@ func TestMetricsCountEachFate(t *testing.T) {
 		},
 		{
 			name:      "permanent failure and payload mismatch forwarded to the operator queue",
-			configure: func(c *Config) { c.ValidatePayload = true },
+			configure: func(c *ConsumerConfig) { c.ValidatePayload = true },
 			prepare: func(t *testing.T, b *procBundle) {
 				b.cfg.OperatorQueueURL = b.queues.newQueue(t, false, nil)
 				b.processor = b.newProcessor(t)
@@ -199,7 +199,7 @@ func TestMetricsCountEachFate(t *testing.T) {
 		},
 		{
 			name:      "no key",
-			configure: func(c *Config) { c.Key = KeyFromBody("/orderId") },
+			configure: func(c *ConsumerConfig) { c.Key = KeyFromBody("/orderId") },
 			run: func(t *testing.T, b *procBundle) int {
 				b.handle(t, procRecord("a", `{"orderId":"o-1"}`), procRecord("b", `{}`))
 				return 1
@@ -354,7 +354,7 @@ func TestMetricsInProgress(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, be procBackend) {
-				b := procSetup(t, be, func(c *Config) { c.InProgress = policy })
+				b := procSetup(t, be, func(c *ConsumerConfig) { c.InProgress = policy })
 				release, entered := make(chan struct{}), make(chan struct{})
 				b.handler.hook = func(_ context.Context, msg events.SQSMessage) {
 					if msg.ReceiptHandle == "first" {

@@ -77,7 +77,7 @@ func TestOperatorQueueThatIsTheSourceFailsTheInvocation(t *testing.T) {
 				b.cfg.OperatorQueueURL = tt.url
 				// The error names the setting as it was given: the variable
 				// from the environment, the field from Go.
-				for setting, cfg := range map[string]Config{"OPERATOR_QUEUE_URL": b.cfg, "Config.OperatorQueueURL": goConfig(b.cfg)} {
+				for setting, cfg := range map[string]ConsumerConfig{"OPERATOR_QUEUE_URL": b.cfg, "ConsumerConfig.OperatorQueueURL": goConfig(b.cfg)} {
 					p := mustProcessor(t, cfg, b.handler.handle, b.sqs)
 					_, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{procRecord("m-1", "x")}})
 					if tt.loop {

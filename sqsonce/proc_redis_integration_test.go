@@ -241,7 +241,7 @@ func TestRedisLostAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 	for _, c := range lostAnswerCases() {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			b := procSetup(t, redisBackend, func(cfg *Config) { cfg.InProgress = c.mode })
+			b := procSetup(t, redisBackend, func(cfg *ConsumerConfig) { cfg.InProgress = c.mode })
 			proxy := redisRigOf(t, b).proxy
 			proxy.LoseAnswer(redisWire[c.op])
 			checkLostAnswer(t, b, c, proxy.Armed)
@@ -263,7 +263,7 @@ func TestRedisLostAnswersNeitherLoseNorLockOutNorRepeat(t *testing.T) {
 // the docs say of a Redis without persistence.
 func TestRedisRestartLosesNoMessage(t *testing.T) {
 	t.Parallel()
-	b := procSetup(t, redisBackend, func(cfg *Config) { cfg.MaxConcurrency = 1 })
+	b := procSetup(t, redisBackend, func(cfg *ConsumerConfig) { cfg.MaxConcurrency = 1 })
 	rig := redisRigOf(t, b)
 	var once sync.Once
 	b.handler.hook = func(context.Context, events.SQSMessage) { once.Do(rig.server.Stop) }
@@ -324,11 +324,13 @@ func BenchmarkRecordOnRedis(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := New(Config{
-				Store:     st,
-				KeyPrefix: "bench",
-				Key:       KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
-				Logger:    lockQuiet,
+			p, err := NewConsumer(ConsumerConfig{
+				Config: Config{
+					Store:     st,
+					KeyPrefix: "bench",
+					Logger:    lockQuiet,
+				},
+				Key: KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
 			}, func(context.Context, events.SQSMessage) error {
 				if c.fail {
 					return errors.New("downstream 503")

@@ -149,7 +149,7 @@ type procBundle struct {
 	backend string
 	logs    *syncBuffer
 	metrics *syncBuffer // the processors' EMF lines
-	cfg     Config
+	cfg     ConsumerConfig
 	// Set by the backend.
 	table  string
 	store  store.Store
@@ -167,7 +167,7 @@ type procBundle struct {
 // deployed function would be by its environment (KEY_PREFIX test,
 // LOCK_TIMEOUT 60, DEDUPE_WINDOW 3600); configure adjusts the config before
 // the processor is built.
-func procSetup(t testing.TB, be procBackend, configure ...func(*Config)) *procBundle {
+func procSetup(t testing.TB, be procBackend, configure ...func(*ConsumerConfig)) *procBundle {
 	t.Helper()
 	b := &procBundle{
 		backend: be.name,
@@ -187,8 +187,8 @@ func procSetup(t testing.TB, be procBackend, configure ...func(*Config)) *procBu
 	}
 	cfg.Store = b.store
 	cfg.AWS = b.aws
-	cfg.Now = b.clock.Now
-	cfg.Rand = func() float64 { return 0.5 }
+	cfg.Test.Now = b.clock.Now
+	cfg.Test.Rand = func() float64 { return 0.5 }
 	cfg.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
 	cfg.Metrics = b.metrics
 	cfg.FunctionName = procFunction
@@ -212,7 +212,7 @@ const procFunction = "orders-processor"
 
 // mustProcessor builds a processor with the SQS client s (nil: none, or
 // the real one from cfg.AWS) and a completion sleep that returns at once.
-func mustProcessor(t testing.TB, cfg Config, h Handler, s sqsClient) *Processor {
+func mustProcessor(t testing.TB, cfg ConsumerConfig, h Handler, s sqsClient) *Processor {
 	t.Helper()
 	p, err := newProcessor(cfg, h, deps{sqs: s, sleep: func(context.Context, time.Duration) error { return nil }})
 	if err != nil {

@@ -22,12 +22,10 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
-// Handler is your code for one SQS message. Return nil when its side effect
-// is done, an error to have the message retried, or Permanent(err) for one
-// that no retry can fix. A panic or runtime.Goexit counts as an error. Key and
-// Fence read the message's idempotency key and fencing token from ctx. A
-// message whose key cannot be read (Config.Key names a member its body lacks)
-// never reaches the Handler: it is retried, and ends in the dead-letter queue.
+// Handler is your code for one SQS message: nil when its side effect is
+// done, an error to retry it, Permanent(err) when no retry can fix it. A
+// panic counts as an error. Key and Fence read the lock from ctx. A message
+// without a key never reaches it: it is retried, and dead-lettered.
 type Handler func(ctx context.Context, msg events.SQSMessage) error
 
 // sqsAPI is the part of the SQS client the processor uses: forwarding to the
@@ -49,16 +47,12 @@ type deps struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Processor runs a Handler (or hands records to a Target) for SQS events,
-// and any function with Do, under the idempotency lock. It is safe for
-// concurrent use; build one per process. Concurrent calls of Handle (Lambda
-// Managed Instances run several invocations in one process) and of Do
-// share the store and its client, the local cache, the configuration and
-// the queue check (once per process); each Handle call plans, counts and
-// writes the metrics of its own batch, and calls Config.OnOutcome for its
-// own records.
+// Processor runs functions once per key under the lock: Do and DoResult,
+// and, when NewConsumer built it, Handle for SQS events. It is safe for
+// concurrent use (Lambda Managed Instances run several invocations in one
+// process); build one per process.
 type Processor struct {
-	cfg     Config
+	cfg     ConsumerConfig
 	lock    *locker
 	sqs     sqsAPI
 	handler Handler
@@ -73,19 +67,40 @@ type Processor struct {
 	maxReceives atomic.Int64
 }
 
-// New builds a Processor from cfg. h may be nil for a Processor used only
-// with Do, or one whose Config.Target receives the records. An invalid cfg
-// is an error naming every bad field (or, for a Config from ConfigFromEnv,
-// its variable).
-func New(cfg Config, h Handler) (*Processor, error) {
+// New builds a Processor for Do and DoResult (its Handle returns
+// ErrNoHandler). An invalid cfg is an error naming every bad field.
+func New(cfg Config) (*Processor, error) {
+	return newDo(cfg, deps{})
+}
+
+// newDo is New with a test's deps.
+func newDo(cfg Config, d deps) (*Processor, error) {
+	var bad badField
+	checked := cfg.check(&bad)
+	if err := errors.Join(bad...); err != nil {
+		return nil, cfg.envError(err)
+	}
+	return build(ConsumerConfig{Config: checked}, nil, d)
+}
+
+// NewConsumer builds a Processor whose Handle runs h for each record of an
+// SQS event, or hands the records to cfg.Target when h is nil; Do works on
+// it too. An invalid cfg is an error naming every bad field (or, for a
+// ConfigFromEnv's, its variable).
+func NewConsumer(cfg ConsumerConfig, h Handler) (*Processor, error) {
 	return newProcessor(cfg, h, deps{})
 }
 
-func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
+func newProcessor(cfg ConsumerConfig, h Handler, d deps) (*Processor, error) {
 	cfg, err := cfg.check(h != nil)
 	if err != nil {
 		return nil, cfg.envError(err)
 	}
+	return build(cfg, h, d)
+}
+
+// build makes the Processor of a checked configuration.
+func build(cfg ConsumerConfig, h Handler, d deps) (*Processor, error) {
 	// Any AWS configuration brings SQS in, for the in-progress hiding;
 	// without one (a test on sqsoncetest's store) only what needs SQS does.
 	if d.sqs == nil && (cfg.needsSQS() || cfg.AWS.Region != "" || cfg.AWS.BaseEndpoint != nil) {
@@ -96,8 +111,8 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 			o.APIOptions = append(o.APIOptions, retrybudget.SafeRequestBody)
 		})
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Float64
+	if cfg.Test.Rand == nil {
+		cfg.Test.Rand = rand.Float64
 	}
 	if d.after == nil {
 		d.after = time.After
@@ -116,24 +131,24 @@ func newProcessor(cfg Config, h Handler, d deps) (*Processor, error) {
 			prefix:      cfg.KeyPrefix,
 			lockTimeout: cfg.LockTimeout,
 			window:      cfg.DedupeWindow,
-			now:         cfg.Now,
+			now:         cfg.Test.Now,
 			sleep:       d.sleep,
 			after:       d.after,
 			cache:       cache,
 			newOwner:    randomOwner,
 			hashKeys:    cfg.HashKeys,
-			rand:        cfg.Rand,
+			rand:        cfg.Test.Rand,
 		},
 		sqs:     d.sqs,
 		handler: h,
 		target:  cfg.Target,
-		rand:    cfg.Rand,
+		rand:    cfg.Test.Rand,
 		backoff: failureBackoff(cfg.FailureBackoffBase),
 		log:     cfg.Logger,
 	}, nil
 }
 
-func (p *Processor) now() time.Time { return p.cfg.Now() }
+func (p *Processor) now() time.Time { return p.cfg.Test.Now() }
 
 // outcome is a record's Outcome as Handle decides it, with what only the
 // batch needs besides. Its Kind also says the record's fate in the batch
@@ -180,11 +195,9 @@ func notStarted(n int) []outcome {
 }
 
 // Handle processes an SQS event for lambda.Start: each record under its
-// key's lock, the records to retry in the partial batch response. Per-record
-// problems never fail the whole batch (that would make Lambda scale its
-// polling down); its one error is a configuration only the event shows to
-// be wrong (the operator queue, or an sqs target, is the queue being
-// consumed), or ErrNoHandler.
+// key's lock, the records to retry in the partial batch response (the
+// mapping needs ReportBatchItemFailures). A record's failure never fails
+// the batch; its errors are ErrQueueLoop and ErrNoHandler.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	if p.handler == nil && p.target == nil {
 		return events.SQSEventResponse{}, ErrNoHandler
@@ -481,12 +494,11 @@ func (p *Processor) payloadHash(msg events.SQSMessage) string {
 }
 
 // Key is the idempotency key a Handler or Do's function runs for ("" outside
-// one). sqsoncetest.Context sets it for a handler's unit test.
+// one; sqsoncetest.Context sets it).
 func Key(ctx context.Context) string { return leasectx.From(ctx).Key }
 
 // Fence is the fencing token of the lock a Handler or Do's function runs
-// under (0 outside one): larger than every earlier lock's of the key (a
-// 64-bit number; a new record starts from the clock in milliseconds). A
-// downstream store that refuses a write carrying a lower token than one it
-// has seen refuses a holder whose lock was taken over.
+// under (0 outside one), larger than every earlier lock's of the key: a
+// downstream that refuses a lower token than one it has seen refuses a
+// holder whose lock was taken over (docs/guarantees.md).
 func Fence(ctx context.Context) int64 { return leasectx.From(ctx).Fence }

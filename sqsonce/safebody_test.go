@@ -22,7 +22,7 @@ func TestProcessorClientsNeverRepeatAnAnsweredCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Store: st, KeyPrefix: "p", AWS: awsCfg, FailureBackoffBase: 10e9, Logger: lockQuiet}, func(context.Context, events.SQSMessage) error { return nil })
+	p, err := NewConsumer(ConsumerConfig{Config: Config{Store: st, KeyPrefix: "p", Logger: lockQuiet}, AWS: awsCfg, FailureBackoffBase: 10e9}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

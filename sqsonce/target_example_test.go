@@ -38,12 +38,14 @@ func ExampleConfig_target() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:     sqsoncetest.NewStore(), // in memory: the example needs no table
-		KeyPrefix: "forwarder",
-		Key:       sqsonce.KeyFromBody("/orderId"),
-		Target:    queue, // its own client, from awsCfg
-		Logger:    slog.New(slog.DiscardHandler),
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(), // in memory: the example needs no table
+			KeyPrefix: "forwarder",
+			Logger:    slog.New(slog.DiscardHandler),
+		},
+		Key:    sqsonce.KeyFromBody("/orderId"),
+		Target: queue, // its own client, from awsCfg
 	}, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -56,5 +56,5 @@ func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqs
 	if t != nil {
 		h = nil
 	}
-	return sqsonce.FromEnv(lookup, sqsonce.Config{Store: store, AWS: awsCfg, Target: t}, h)
+	return sqsonce.FromEnv(lookup, sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store}, AWS: awsCfg, Target: t}, h)
 }

@@ -42,7 +42,7 @@ func newProcessor(ctx context.Context) (*sqsonce.Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: store, AWS: awsCfg}, charge)
+	return sqsonce.FromEnv(os.LookupEnv, sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store}, AWS: awsCfg}, charge)
 }
 
 // order is the message body the producer sends.

@@ -28,10 +28,12 @@ func TestChargeReadsTheKeyAndRefusesABadBody(t *testing.T) {
 
 func TestAnOrderIsChargedOnce(t *testing.T) {
 	charged := 0
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:     sqsoncetest.NewStore(),
-		KeyPrefix: "orders",
-		Key:       sqsonce.KeyFromBody("/orderId"),
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(),
+			KeyPrefix: "orders",
+		},
+		Key: sqsonce.KeyFromBody("/orderId"),
 	}, func(ctx context.Context, msg events.SQSMessage) error {
 		charged++
 		return charge(ctx, msg)

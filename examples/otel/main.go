@@ -65,7 +65,7 @@ func setup(ctx context.Context) (func(context.Context, events.SQSEvent) (events.
 	if cfg.Store, err = dynamostore.FromEnv(os.LookupEnv, cfg.AWS); err != nil {
 		return nil, err
 	}
-	p, err := sqsonce.New(cfg, fulfil)
+	p, err := sqsonce.NewConsumer(cfg, fulfil)
 	if err != nil {
 		return nil, err
 	}

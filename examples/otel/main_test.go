@@ -27,11 +27,13 @@ func TestOutcomesAreCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{
-		Store:     sqsoncetest.NewStore(),
-		KeyPrefix: "orders",
-		Key:       sqsonce.KeyFromBody("/orderId"),
-		OnOutcome: count,
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{
+			Store:     sqsoncetest.NewStore(),
+			KeyPrefix: "orders",
+			OnOutcome: count,
+		},
+		Key: sqsonce.KeyFromBody("/orderId"),
 	}, fulfil)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func loadProcessor(lookup envconfig.Lookup) error {
 	if tg != nil {
 		cfg.Target, h = tg, nil
 	}
-	_, err = sqsonce.New(cfg, h)
+	_, err = sqsonce.NewConsumer(cfg, h)
 	return err
 }
 

@@ -165,7 +165,7 @@ func TestSqsonceLinksNoTargetClient(t *testing.T) {
 }
 
 // TestLibraryProgramsLinkNoTargetClient: a program that uses only
-// sqsonce.New (FromEnv) with a Handler, or only Do, links none of the
+// sqsonce.FromEnv with a Handler, or only Do (New), links none of the
 // clients only a Target needs (testdata/handleronly, testdata/doonly), as
 // built for the host and for Lambda: every client linked is binary size,
 // and each client's package initialisation is init time in every cold start.

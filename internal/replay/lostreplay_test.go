@@ -73,7 +73,7 @@ func TestLostReplayAnswerMakesACopyTheProcessorSuppresses(t *testing.T) {
 	// The processor, keyed by message id (the original one on a replay),
 	// runs the key once for the two copies.
 	runs := 0
-	proc, err := sqsonce.New(sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "orders"}, func(context.Context, events.SQSMessage) error {
+	proc, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: sqsoncetest.NewStore(), KeyPrefix: "orders"}}, func(context.Context, events.SQSMessage) error {
 		runs++
 		return nil
 	})

@@ -23,7 +23,7 @@ func TestFromEnvRedis(t *testing.T) {
 	if err != nil || store == nil {
 		t.Fatalf("STORE=redis: %v, %v", store, err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "orders"}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "orders"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,7 +365,7 @@ func TestStackMode(t *testing.T) {
 	procCfg := info.processorCfg
 	procCfg.Store = dynamostore.New(serializeWrites(dynamodb.NewFromConfig(awsCfg)), info.table)
 	procCfg.AWS, procCfg.Logger = awsCfg, quiet
-	procH, err := sqsonce.New(procCfg, business)
+	procH, err := sqsonce.NewConsumer(procCfg, business)
 	if err != nil {
 		t.Fatal(err)
 	}

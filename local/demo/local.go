@@ -404,7 +404,7 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	cfg.Store = dynamostore.New(ddb, info.table)
 	// The processor's SQS calls (operator queue, failure backoff, the queue
 	// check) are the pipeline's: through the fault proxy with -chaos.
-	cfg.AWS, cfg.Logger, cfg.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
+	cfg.AWS, cfg.Logger, cfg.Test.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
 	// Its metrics, as the deployed function writes them, feed the report's
 	// InProgressHidden count.
 	cfg.Metrics = processorMetrics{hidden: r.tracker.InProgressHidden}
@@ -418,7 +418,7 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	} else {
 		handler = r.biz.Handle
 	}
-	proc, err := sqsonce.New(cfg, handler)
+	proc, err := sqsonce.NewConsumer(cfg, handler)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func (h outcomeCounter) WithGroup(name string) slog.Handler {
 	return outcomeCounter{Handler: h.Handler.WithGroup(name)}
 }
 
-// processorMetrics is the processor's Config.Metrics: it reads back every
+// processorMetrics is the processor's ConsumerConfig.Metrics: it reads back every
 // EMF document the processor writes (each Write is whole documents, one per
 // line: metrics.Set.Write) and reports the records hidden until the lock
 // that refused them could be taken over. Counting the metric, by its

@@ -47,7 +47,7 @@ type stackInfo struct {
 	mainURL, dlqURL, opURL, table string
 	processor, replayer           samstack.Function
 	processorESM, replayerESM     samstack.EventSource
-	processorCfg                  sqsonce.Config // as cmd/processor reads it; TARGET is deployedTarget
+	processorCfg                  sqsonce.ConsumerConfig // as cmd/processor reads it; TARGET is deployedTarget
 	replayCfg                     replay.Config
 	maxReceiveCount               int
 	visibility                    time.Duration // the main queue's

@@ -71,7 +71,7 @@ type stackBundle struct {
 	business               *business
 	keyPrefix              string
 	maxReceiveCount        int
-	processorCfg           sqsonce.Config
+	processorCfg           sqsonce.ConsumerConfig
 	ctx                    context.Context
 }
 
@@ -106,7 +106,7 @@ func setupStack(t *testing.T, params map[string]string) *stackBundle {
 		t.Fatalf("replayer config from the deployed environment: %v", err)
 	}
 	b.processorCfg = pcfg
-	if b.processor, err = sqsonce.New(pcfg, b.business.handle); err != nil {
+	if b.processor, err = sqsonce.NewConsumer(pcfg, b.business.handle); err != nil {
 		t.Fatal(err)
 	}
 	b.replayer = replay.NewHandler(rcfg, cfg)

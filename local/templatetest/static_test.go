@@ -44,7 +44,7 @@ var loaders = map[string]func(envconfig.Lookup) error{
 // sqsonce.ConfigFromEnv, and TARGET with targets.FromEnv (which reads
 // AWS_LAMBDA_FUNCTION_NAME too, to refuse the processor's own function);
 // every bad variable at once. The Target's clients use awsCfg.
-func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Config, error) {
+func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.ConsumerConfig, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := targets.FromEnv(lookup, awsCfg, nil)
 	s, serr := storeenv.FromEnv(lookup, awsCfg)

@@ -78,7 +78,7 @@ func tableDocBlock(t testing.TB, lang, marker string) string {
 func checkTable(t *testing.T, cfg aws.Config, table string) error {
 	t.Helper()
 	st := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
-	p, err := sqsonce.New(sqsonce.Config{Store: st, KeyPrefix: "check", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: st, KeyPrefix: "check", Logger: slog.New(slog.DiscardHandler)}, AWS: cfg}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // the second Do of the same key is a duplicate.
 func ExampleNewStore() {
 	store := sqsoncetest.NewStore()
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Now: store.Now}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Test: sqsonce.TestConfig{Now: store.Now}})
 	if err != nil {
 		panic(err)
 	}

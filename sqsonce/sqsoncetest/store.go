@@ -9,7 +9,7 @@ import (
 
 // NewStore returns an empty in-memory store to hand to sqsonce.New as
 // Config.Store: the DynamoDB store's semantics, with a clock the test
-// controls (pass its Now as Config.Now; Advance moves both).
+// controls (pass its Now as Config.Test.Now; Advance moves both).
 func NewStore() *memstore.Store { return memstore.New() }
 
 // Context returns ctx carrying key and fence as sqsonce.Key and

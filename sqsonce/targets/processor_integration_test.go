@@ -42,7 +42,7 @@ import (
 // tests observe: the clock the processor reads, its logs and its metrics.
 type bundle struct {
 	aws     aws.Config
-	cfg     sqsonce.Config
+	cfg     sqsonce.ConsumerConfig
 	clock   *testclock.Clock
 	logs    *syncBuffer
 	metrics *syncBuffer
@@ -73,8 +73,8 @@ func setup(t *testing.T) *bundle {
 	client := dynamodb.NewFromConfig(b.aws)
 	cfg.Store = dynamostore.New(serializedTable{Client: client, writes: motoserver.SerializeWrites(client)}, table)
 	cfg.AWS = b.aws
-	cfg.Now = b.clock.Now
-	cfg.Rand = func() float64 { return 0.5 }
+	cfg.Test.Now = b.clock.Now
+	cfg.Test.Rand = func() float64 { return 0.5 }
 	cfg.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
 	cfg.Metrics = b.metrics
 	cfg.FunctionName = function
@@ -122,7 +122,7 @@ func withTarget(t *testing.T, b *bundle, tg sqsonce.Target) *sqsonce.Processor {
 	cfg := b.cfg
 	cfg.Target = tg
 	cfg.Key = sqsonce.KeyFromBody("/orderId")
-	p, err := sqsonce.New(cfg, nil)
+	p, err := sqsonce.NewConsumer(cfg, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -64,7 +64,7 @@ func (s *countingStore) Read(ctx context.Context, id string) (store.Record, erro
 
 // deployedConfig is the configuration the deployed function reads from its
 // environment, on st.
-func deployedConfig(t *testing.T, st store.Store) sqsonce.Config {
+func deployedConfig(t *testing.T, st store.Store) sqsonce.ConsumerConfig {
 	t.Helper()
 	cfg, err := sqsonce.ConfigFromEnv(lookup(map[string]string{
 		"IDEMPOTENCY_TABLE": "unused", // ConfigFromEnv requires it; Config.Store replaces it
@@ -91,11 +91,11 @@ func TestTargetIsSourceRefused(t *testing.T) {
 	}
 	st := &countingStore{Store: memstore.New()}
 	// The same configuration written in Go.
-	goCfg := sqsonce.Config{Store: st, KeyPrefix: "test", LockTimeout: time.Minute, DedupeWindow: time.Hour, AWS: nowhere, Logger: quiet}
-	for setting, cfg := range map[string]sqsonce.Config{"TARGET": deployedConfig(t, st), "Config.Target": goCfg} {
+	goCfg := sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: st, KeyPrefix: "test", LockTimeout: time.Minute, DedupeWindow: time.Hour, Logger: quiet}, AWS: nowhere}
+	for setting, cfg := range map[string]sqsonce.ConsumerConfig{"TARGET": deployedConfig(t, st), "ConsumerConfig.Target": goCfg} {
 		cfg.Target = tg
 		cfg.Key = sqsonce.KeyFromBody("/orderId")
-		p, err := sqsonce.New(cfg, nil)
+		p, err := sqsonce.NewConsumer(cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +119,9 @@ func TestAPITargetAndHandlerTogetherRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sqsonce.Config{Store: memstore.New(), KeyPrefix: "p", Target: queue}
-	if _, err := sqsonce.New(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "Config.Target") {
-		t.Fatalf("New: %v, want an error naming Config.Target", err)
+	cfg := sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: memstore.New(), KeyPrefix: "p"}, Target: queue}
+	if _, err := sqsonce.NewConsumer(cfg, func(context.Context, events.SQSMessage) error { return nil }); err == nil || !strings.Contains(err.Error(), "ConsumerConfig.Target") {
+		t.Fatalf("New: %v, want an error naming ConsumerConfig.Target", err)
 	}
 	if _, err := targets.ToQueue(region, "orders"); err == nil {
 		t.Error("ToQueue of a queue name, not a URL: no error")

@@ -147,7 +147,7 @@ func newBus(awsCfg aws.Config, bus, source, detailType string) *EventsTarget {
 // CheckSource refuses to deliver the records of the queue t sends to: they
 // would come back to the processor for ever. Its error, unlike the
 // package's others, has no "targets: " prefix: the processor puts it after
-// the setting's name (TARGET or Config.Target), where the reader set it.
+// the setting's name (TARGET or ConsumerConfig.Target), where the reader set it.
 func (t *SQSTarget) CheckSource(eventSourceARN string) error {
 	if sqsmsg.SameQueue(t.QueueURL, eventSourceARN) {
 		return fmt.Errorf("the target queue %s is %s, the queue being consumed", t.QueueURL, eventSourceARN)

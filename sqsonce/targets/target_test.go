@@ -247,15 +247,15 @@ func TestProcessorRefusesToSendAQueueToItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := sqsoncetest.NewStore()
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "app", Target: tg, Now: store.Now}, nil)
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store, KeyPrefix: "app", Test: sqsonce.TestConfig{Now: store.Now}}, Target: tg}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: "x", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"},
 	}})
-	if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(fmt.Sprint(err), "Config.Target") {
-		t.Errorf("Handle: %v, want ErrQueueLoop naming Config.Target", err)
+	if !errors.Is(err, sqsonce.ErrQueueLoop) || !strings.Contains(fmt.Sprint(err), "ConsumerConfig.Target") {
+		t.Errorf("Handle: %v, want ErrQueueLoop naming ConsumerConfig.Target", err)
 	}
 	if n := len(store.Records()); n != 0 {
 		t.Errorf("%d records written, want none", n)

@@ -221,7 +221,7 @@ func TestCheckDocsTableCommands(t *testing.T) {
 	if err := checkTable(t, cfg, table); err != nil {
 		t.Fatalf("Check on the table the commands made: %v", err)
 	}
-	p, err := sqsonce.New(sqsonce.Config{Store: dynamostore.New(dynamodb.NewFromConfig(cfg), table), KeyPrefix: "docs", AWS: cfg, Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.NewConsumer(sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: dynamostore.New(dynamodb.NewFromConfig(cfg), table), KeyPrefix: "docs", Logger: slog.New(slog.DiscardHandler)}, AWS: cfg}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

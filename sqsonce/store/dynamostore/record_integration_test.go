@@ -241,8 +241,13 @@ func TestStoreRecordSchemaForReaders(t *testing.T) {
 	cfg := mototest.Config(t)
 	client := dynamodb.NewFromConfig(cfg)
 	table := mototest.NewIdempotencyTable(t, cfg)
-	p, err := sqsonce.New(sqsonce.Config{Store: dynamostore.New(client, table), KeyPrefix: "orders-fn", LockTimeout: 30 * time.Second, DedupeWindow: time.Hour,
-		Logger: slog.New(slog.DiscardHandler)}, nil)
+	p, err := sqsonce.New(sqsonce.Config{
+		Store:        dynamostore.New(client, table),
+		KeyPrefix:    "orders-fn",
+		LockTimeout:  30 * time.Second,
+		DedupeWindow: time.Hour,
+		Logger:       slog.New(slog.DiscardHandler),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // clock of its own (Now, Advance) for what DynamoDB does by itself: TTL,
 // which deletes a record once the clock passes its ExpiresAt (DynamoDB does
 // it up to days later; the protocol allows either). Pass its Now as
-// sqsonce.Config.Now, and Advance moves the processor's time and the
+// sqsonce.Config.Test.Now, and Advance moves the processor's time and the
 // store's together. Safe for concurrent use.
 type Store struct {
 	mu      sync.Mutex

@@ -1,5 +1,5 @@
 // Command doonly uses sqsonce for Do alone (an API handler, a cron job): a
-// Processor without a Handler on the DynamoDB store, its AWS configuration
+// Processor from New on the DynamoDB store, its AWS configuration
 // from the default chain. The layout test lists what it links.
 package main
 
@@ -21,7 +21,7 @@ func main() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(awsCfg), "idempotency")
-	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "jobs", AWS: awsCfg}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: store, KeyPrefix: "jobs"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.Config{Store: store, AWS: awsCfg}, func(context.Context, events.SQSMessage) error { return nil })
+	p, err := sqsonce.FromEnv(os.LookupEnv, sqsonce.ConsumerConfig{Config: sqsonce.Config{Store: store}, AWS: awsCfg}, func(context.Context, events.SQSMessage) error { return nil })
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	p, err := sqsonce.New(sqsonce.Config{Store: memstore.New(), KeyPrefix: "jobs"}, nil)
+	p, err := sqsonce.New(sqsonce.Config{Store: memstore.New(), KeyPrefix: "jobs"})
 	if err != nil {
 		log.Fatal(err)
 	}
