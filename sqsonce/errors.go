@@ -54,13 +54,15 @@ func (e *payloadMismatchError) Error() string {
 func (e *payloadMismatchError) Is(target error) bool { return target == ErrPayloadMismatch }
 
 // PanicError is a function's panic (its value and stack), turned into its
-// failure.
+// failure. Handle logs the stack in a field of its own (stack), beside the
+// error's one line.
 type PanicError struct {
 	Value any
 	Stack []byte
 }
 
-// Error describes the failure in one line.
+// Error describes the failure in one line: the panic's value, without the
+// stack.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("function panicked: %v\n%s", e.Value, e.Stack)
+	return fmt.Sprintf("sqsonce: function panicked: %v", e.Value)
 }

@@ -2,6 +2,7 @@ package sqsonce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -284,6 +285,22 @@ func TestHandlerFailureAndPanicAreRetried(t *testing.T) {
 		slices.Sort(failed)
 		if !slices.Equal(failed, []string{"bad", "panics"}) {
 			t.Fatalf("failed %v, want [bad panics]", failed)
+		}
+		// The panic's line says it in one line, its stack in a field of
+		// its own (not escaped into the error's text).
+		var panicLine map[string]any
+		for _, line := range strings.Split(b.logs.String(), "\n") {
+			if strings.Contains(line, `"messageId":"panics"`) && strings.Contains(line, "record failed") {
+				if err := json.Unmarshal([]byte(line), &panicLine); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if e, _ := panicLine["error"].(string); e != "sqsonce: function panicked: nil map" {
+			t.Errorf("the panic's error field is %q, want one line", e)
+		}
+		if st, _ := panicLine["stack"].(string); !strings.Contains(st, "goroutine") {
+			t.Errorf("the panic's line has no stack field: %v", panicLine)
 		}
 		// Both locks were released, so the retry runs at once.
 		b.handler.errs = map[string]error{}

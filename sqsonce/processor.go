@@ -471,8 +471,11 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			o.Kind, o.Reason = KindForwardedToOperator, ReasonPermanent
 			return o
 		}
-		log.WarnContext(ctx, "record failed; retried later", "error", res.err,
-			"permanent", IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused))
+		attrs := []any{"error", res.err, "permanent", IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused)}
+		if pe := (*PanicError)(nil); errors.As(res.err, &pe) {
+			attrs = append(attrs, "stack", string(pe.Stack))
+		}
+		log.WarnContext(ctx, "record failed; retried later", attrs...)
 	default:
 		if o.Reason == ReasonStoreMisconfigured {
 			log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
