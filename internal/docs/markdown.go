@@ -93,3 +93,34 @@ func Name(cell string) string {
 	}
 	return strings.Trim(f[0], "`")
 }
+
+// CodeBlock returns the one fenced code block of page (a slash-separated
+// path from the repository's root) whose info string is lang and whose
+// text holds marker: the commands or template a test runs are then the
+// ones a reader copies.
+func CodeBlock(t testing.TB, page, lang, marker string) string {
+	t.Helper()
+	var found, block []string
+	in, blockLang := false, ""
+	for line := range strings.Lines(Read(t, page)) {
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case !in && strings.HasPrefix(line, "```"):
+			in, blockLang, block = true, strings.TrimSpace(strings.TrimPrefix(line, "```")), nil
+		case in && strings.TrimSpace(line) == "```":
+			in = false
+			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
+				found = append(found, text)
+			}
+		case in:
+			block = append(block, line)
+		}
+	}
+	if in {
+		t.Fatalf("%s: a code block is not closed", page)
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s has %d ```%s blocks holding %q, want 1", page, len(found), lang, marker)
+	}
+	return found[0]
+}

@@ -1,55 +1,22 @@
 package dynamostore_test
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sqs-once/sqs-once/internal/docs"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
 // tableDoc is the page whose commands and template the tests run, so that
 // what a reader copies is what was tested.
-var tableDoc = filepath.Join("..", "..", "..", "docs", "table.md")
+const tableDoc = "docs/table.md"
 
 // tableDocBlock returns the one fenced code block of docs/table.md whose
 // info string is lang and whose text holds marker.
 func tableDocBlock(t testing.TB, lang, marker string) string {
 	t.Helper()
-	f, err := os.Open(tableDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var found, block []string
-	in, blockLang := false, ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case !in && strings.HasPrefix(line, "```"):
-			in, blockLang, block = true, strings.TrimSpace(strings.TrimPrefix(line, "```")), nil
-		case in && strings.TrimSpace(line) == "```":
-			in = false
-			if text := strings.Join(block, "\n") + "\n"; blockLang == lang && strings.Contains(text, marker) {
-				found = append(found, text)
-			}
-		case in:
-			block = append(block, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if in {
-		t.Fatalf("%s: a code block is not closed", tableDoc)
-	}
-	if len(found) != 1 {
-		t.Fatalf("%s has %d ```%s blocks holding %q, want 1", tableDoc, len(found), lang, marker)
-	}
-	return found[0]
+	return docs.CodeBlock(t, tableDoc, lang, marker)
 }
 
 // TestTableDocNamesTheSchema keeps the page's commands and template on the
