@@ -131,7 +131,7 @@
                                          without a condition on no record would create
                                          one RELEASED, without a fence: as absent here) */
 #else
-/* The store's release (sqsonce/dynamodb.go) also requires PROCESSING, so an
+/* The store's release (sqsonce/store/dynamostore/store.go; the store contract, every store) also requires PROCESSING, so an
  * operator's release racing a completion cannot undo it; a repeat that finds
  * the record RELEASED by the same owner is a success, like a refusal here. */
 #define RELEASE_COND (owner == tok && st == PROC)
