@@ -299,7 +299,12 @@ func cpuPerRecord(ctx context.Context, dir, bin, c string, records int) (float64
 func instructionsPerRecord(ctx context.Context, dir, tmp, bin, c string, records int) (float64, error) {
 	count := func(n int) (float64, error) {
 		file := filepath.Join(tmp, fmt.Sprintf("callgrind.%s.%d", c, n))
-		args := append([]string{"--tool=callgrind", "--callgrind-out-file=" + file, bin}, benchArgs(c, n)...)
+		// --fair-sched: valgrind runs one thread at a time, and its default
+		// lock lets a spinning thread of the Go runtime keep it, so that on
+		// an idle machine a run could spin for many minutes (seen: a 10-record
+		// run past ten minutes that finished at once when another process
+		// woke the machine). The fair lock hands it on in turn.
+		args := append([]string{"--tool=callgrind", "--fair-sched=yes", "--callgrind-out-file=" + file, bin}, benchArgs(c, n)...)
 		cmd := exec.CommandContext(ctx, "valgrind", args...)
 		cmd.Dir = dir
 		// callgrind asserts on the signals of Go's asynchronous preemption.
