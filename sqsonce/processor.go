@@ -471,11 +471,14 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			o.Kind, o.Reason = KindForwardedToOperator, ReasonPermanent
 			return o
 		}
-		attrs := []any{"error", res.err, "permanent", IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused)}
-		if pe := (*PanicError)(nil); errors.As(res.err, &pe) {
-			attrs = append(attrs, "stack", string(pe.Stack))
+		permanent := IsPermanent(res.err) || errors.Is(res.err, ErrTargetRefused)
+		if pe, ok := res.err.(*PanicError); ok {
+			// run returns a panic as it is: the stack in a field of its
+			// own, not escaped into the error's one line.
+			log.WarnContext(ctx, "record failed; retried later", "error", res.err, "permanent", permanent, "stack", string(pe.Stack))
+		} else {
+			log.WarnContext(ctx, "record failed; retried later", "error", res.err, "permanent", permanent)
 		}
-		log.WarnContext(ctx, "record failed; retried later", attrs...)
 	default:
 		if o.Reason == ReasonStoreMisconfigured {
 			log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",
