@@ -176,22 +176,6 @@ func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.Consum
 	return cfg, errors.Join(err, terr)
 }
 
-// serializedDynamoDB is the DynamoDB client of the store on moto_server,
-// with its conditional writes made atomic per item as DynamoDB's are
-// (motoserver.SerializeWrites).
-type serializedDynamoDB struct {
-	*dynamodb.Client // the reads
-	writes           motoserver.DynamoWriter
-}
-
-func (s serializedDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return s.writes.UpdateItem(ctx, in, optFns...)
-}
-
-func (s serializedDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return s.writes.DeleteItem(ctx, in, optFns...)
-}
-
 type processorBundle struct {
 	handler  *sqsonce.Processor
 	calls    *recorder
@@ -224,7 +208,7 @@ func setupProcessor(t *testing.T, overrides map[string]string) *processorBundle 
 	// As cmd/processor builds it, with moto's conditional writes made atomic
 	// as DynamoDB's are: the duplicate event races two copies of one message.
 	client := dynamodb.NewFromConfig(cfg)
-	pcfg.Store = dynamostore.New(serializedDynamoDB{Client: client, writes: motoserver.SerializeWrites(client)}, e["IDEMPOTENCY_TABLE"])
+	pcfg.Store = dynamostore.New(motoserver.Atomic(client), e["IDEMPOTENCY_TABLE"])
 	b.handler, err = sqsonce.NewConsumer(pcfg, b.calls.handle)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func motoBackend(t *testing.T) backend {
 	client := dynamodb.NewFromConfig(cfg)
 	return backend{
 		// moto's writes made atomic per item, as DynamoDB's are.
-		name: "moto", client: client, api: serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}, oldItemOnRefusal: true,
+		name: "moto", client: client, api: motoserver.Atomic(client), oldItemOnRefusal: true,
 		newTable: func(t *testing.T) string { return mototest.NewIdempotencyTable(t, cfg) },
 	}
 }

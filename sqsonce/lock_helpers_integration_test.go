@@ -29,7 +29,7 @@ func init() { lockBackends = append(lockBackends, lockBackend{"dynamodb", newLoc
 type lockDynamo struct {
 	client *dynamodb.Client
 	// api is the client as the store sees it: moto's writes made atomic, as
-	// DynamoDB's are (serializedTable).
+	// DynamoDB's are (motoserver.Atomic).
 	api   dynamostore.AdminAPI
 	table string
 }
@@ -40,7 +40,7 @@ func newLockDynamo(t testing.TB) lockDynamo {
 	client := dynamodb.NewFromConfig(cfg)
 	return lockDynamo{
 		client: client,
-		api:    serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)},
+		api:    motoserver.Atomic(client),
 		table:  mototest.NewIdempotencyTable(t, cfg),
 	}
 }

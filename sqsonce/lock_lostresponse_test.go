@@ -52,7 +52,7 @@ func newLockFaulty(t *testing.T) lockFaulty {
 		o.BaseEndpoint = aws.String(p.URL)
 		o.Retryer = awsretry.AddWithMaxBackoffDelay(awsretry.NewStandard(), 5*time.Millisecond)
 	})
-	api := serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}
+	api := motoserver.Atomic(client)
 	return lockFaulty{lockEnv: d.env(), proxy: p, store: dynamostore.New(api, d.table)}
 }
 

@@ -37,29 +37,13 @@ func openDynamo(t testing.TB, b *procBundle) {
 	b.aws = mototest.Config(t)
 	b.table = mototest.NewIdempotencyTable(t, b.aws)
 	client := dynamodb.NewFromConfig(b.aws)
-	dynamo := &countingDynamo{AdminAPI: serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}}
+	dynamo := &countingDynamo{AdminAPI: motoserver.Atomic(client)}
 	b.store = dynamostore.New(dynamo, b.table)
 	b.clock = testclock.New(time.Now())
 	b.faults = dynamo
 	s := sqs.NewFromConfig(b.aws)
 	b.sqs = s
 	b.queues = motoQueues{cfg: b.aws, sqs: s}
-}
-
-// serializedTable is the DynamoDB client with moto's conditional writes
-// made atomic, as DynamoDB's are (motoserver.SerializeWrites); reads go
-// straight to moto.
-type serializedTable struct {
-	dynamostore.AdminAPI
-	writes motoserver.DynamoWriter
-}
-
-func (s serializedTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return s.writes.UpdateItem(ctx, in, o...)
-}
-
-func (s serializedTable) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return s.writes.DeleteItem(ctx, in, o...)
 }
 
 // countingDynamo wraps the table's client, counting calls per protocol
@@ -179,7 +163,7 @@ func faultyTable(t *testing.T, b *procBundle) *faultproxy.Proxy {
 		o.Retryer = awsretry.AddWithMaxBackoffDelay(awsretry.NewStandard(), 5*time.Millisecond)
 	})
 	// Before any call: nothing reads the field concurrently yet.
-	b.faults.(*countingDynamo).AdminAPI = serializedTable{AdminAPI: client, writes: motoserver.SerializeWrites(client)}
+	b.faults.(*countingDynamo).AdminAPI = motoserver.Atomic(client)
 	b.processor = b.newProcessor(t)
 	return p
 }

@@ -71,7 +71,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(b.aws)
-	cfg.Store = dynamostore.New(serializedTable{Client: client, writes: motoserver.SerializeWrites(client)}, table)
+	cfg.Store = dynamostore.New(motoserver.Atomic(client), table)
 	cfg.AWS = b.aws
 	cfg.Test.Now = b.clock.Now
 	cfg.Test.Rand = func() float64 { return 0.5 }
@@ -80,21 +80,6 @@ func setup(t *testing.T) *bundle {
 	cfg.FunctionName = function
 	b.cfg = cfg
 	return b
-}
-
-// serializedTable is the DynamoDB client with moto's conditional writes made
-// atomic (motoserver.SerializeWrites); reads go straight to moto.
-type serializedTable struct {
-	*dynamodb.Client
-	writes motoserver.DynamoWriter
-}
-
-func (s serializedTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return s.writes.UpdateItem(ctx, in, o...)
-}
-
-func (s serializedTable) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return s.writes.DeleteItem(ctx, in, o...)
 }
 
 // syncBuffer collects the processor's log lines and metrics.

@@ -249,3 +249,32 @@ func (l *itemLocks) size() int {
 	defer l.mu.Unlock()
 	return len(l.held)
 }
+
+// AtomicClient is a DynamoDB client of moto_server whose writes are atomic
+// per item, as DynamoDB's are (SerializeWrites); reads and scans go straight
+// to moto. It is what a store under test is given: the one wrapper every
+// test on moto uses.
+type AtomicClient struct {
+	*dynamodb.Client
+	writes DynamoWriter
+}
+
+// Atomic wraps c, a client of moto_server, in an AtomicClient.
+func Atomic(c *dynamodb.Client) AtomicClient {
+	return AtomicClient{Client: c, writes: SerializeWrites(c)}
+}
+
+// PutItem is c's PutItem under the item's lock.
+func (a AtomicClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return a.writes.PutItem(ctx, in, o...)
+}
+
+// UpdateItem is c's UpdateItem under the item's lock.
+func (a AtomicClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return a.writes.UpdateItem(ctx, in, o...)
+}
+
+// DeleteItem is c's DeleteItem under the item's lock.
+func (a AtomicClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return a.writes.DeleteItem(ctx, in, o...)
+}

@@ -47,7 +47,7 @@ func backends(t *testing.T) []backend {
 	liteClient := dynamodb.NewFromConfig(lite)
 	return []backend{{
 		// moto's writes made atomic per item, as DynamoDB's are.
-		name: "moto", client: motoClient, api: atomicMoto{Client: motoClient, writes: motoserver.SerializeWrites(motoClient)}, oldItemOnRefusal: true,
+		name: "moto", client: motoClient, api: motoserver.Atomic(motoClient), oldItemOnRefusal: true,
 		newTable: func(t *testing.T) string { return mototest.NewIdempotencyTable(t, moto) },
 	}, {
 		name: "dynalite", client: liteClient, api: liteClient,

@@ -3,7 +3,6 @@
 package dynamostore_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,29 +21,13 @@ import (
 // DynamoDB-compatible stores), so the store reads the record itself after a
 // refusal.
 
-// atomicMoto is a moto_server client whose conditional writes are atomic
-// per item, as DynamoDB's are (moto checks a condition and writes without
-// a lock between the two, and ConcurrentAcquire races them).
-type atomicMoto struct {
-	*dynamodb.Client // reads and scans
-	writes           motoserver.DynamoWriter
-}
-
-func (a atomicMoto) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return a.writes.UpdateItem(ctx, in, optFns...)
-}
-
-func (a atomicMoto) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return a.writes.DeleteItem(ctx, in, optFns...)
-}
-
 // TestStoreOnMoto: the store passes the conformance suite on moto_server,
 // the rules of store.Admin included.
 func TestStoreOnMoto(t *testing.T) {
 	t.Parallel()
 	cfg := mototest.Config(t)
 	client := dynamodb.NewFromConfig(cfg)
-	api := atomicMoto{Client: client, writes: motoserver.SerializeWrites(client)}
+	api := motoserver.Atomic(client)
 	storetest.TestStore(t, func(t *testing.T) store.Store { return dynamostore.New(api, mototest.NewIdempotencyTable(t, cfg)) })
 }
 
