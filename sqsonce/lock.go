@@ -54,6 +54,12 @@ const (
 	// notAcquired: the store failed or is misconfigured (err matches
 	// ErrUnavailable or ErrMisconfigured), so fn did not run.
 	notAcquired
+	// uncommitted: fn succeeded, but the transaction of its writes and its
+	// completion did not commit (store.Transactor): its effect is not
+	// applied, or, when the store's answer never came, the record settles
+	// it for the next delivery. The lock was released when nothing was
+	// applied, and is otherwise left to expire.
+	uncommitted
 )
 
 func (o lockOutcome) String() string {
@@ -72,6 +78,8 @@ func (o lockOutcome) String() string {
 		return "failed"
 	case notAcquired:
 		return "not-acquired"
+	case uncommitted:
+		return "uncommitted"
 	}
 	return fmt.Sprintf("lockOutcome(%d)", int(o))
 }
@@ -282,6 +290,9 @@ type hold struct {
 	lose        context.CancelCauseFunc
 	stopRenewal func() (store.Lease, error)
 	ended       bool
+	// tx is the transaction fn's writes commit in with the completion, on
+	// a store.Transactor (nil on another store).
+	tx store.Tx
 }
 
 // acquire takes key's lock. When the lock is taken it returns a hold, which
@@ -315,6 +326,13 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 	}
 	workCtx, cancel := g.handlerContext(ctx, now)
 	workCtx, lose := context.WithCancelCause(workCtx)
+	var tx store.Tx
+	if t, ok := g.store.(store.Transactor); ok {
+		// No call to the store: a transaction fn adds nothing to costs
+		// nothing, and its completion is Store.Complete.
+		tx = t.Begin(lease)
+		workCtx = store.ContextWithTx(workCtx, tx)
+	}
 	return &hold{
 		g:           g,
 		key:         key,
@@ -324,6 +342,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		cancel:      cancel,
 		lose:        lose,
 		stopRenewal: g.renewWhileRunning(ctx, lease, length, renew, lose),
+		tx:          tx,
 	}, lockResult{}
 }
 
@@ -342,15 +361,28 @@ func (h *hold) end() (store.Lease, error) {
 // finish records the work's outcome: workErr nil completes the key with
 // result (the outcome is processed, or processedUnrecorded when the
 // completion could not be written), any error releases the lock (failed).
-// ctx bounds the store calls. Call it once.
+// When the work added writes to its transaction, they commit with the
+// completion instead (finishTx). ctx bounds the store calls. Call it once.
 func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockResult {
 	lease, lostErr := h.end()
 	g := h.g
 	res := lockResult{tookOver: lease.TookOver, fence: lease.Fence, lockExpiresAt: lease.LockExpiresAt, lockLost: lostErr != nil}
 	if workErr != nil {
 		res.outcome, res.err = failed, workErr
-		res.releaseErr = g.store.Release(ctx, lease, g.now())
+		if h.tx != nil && !h.tx.Empty() {
+			// The writes are discarded before the lock is given up: the
+			// next holder must not find them pending.
+			if err := h.tx.Rollback(ctx); err != nil {
+				res.releaseErr = err
+			}
+		}
+		if err := g.store.Release(ctx, lease, g.now()); err != nil {
+			res.releaseErr = errors.Join(res.releaseErr, err)
+		}
 		return res
+	}
+	if h.tx != nil && !h.tx.Empty() {
+		return h.finishTx(ctx, lease, result, res)
 	}
 	until, err := g.complete(ctx, lease, result)
 	if err != nil {
@@ -362,6 +394,43 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 	return res
 }
 
+// finishTx commits the work's transaction with its completion
+// (store.Tx.Commit), retried within ctx as complete retries a completion:
+// processed when both committed; otherwise nothing of the effect is
+// applied, or (the outcome unknown) the record settles it: failed with the
+// lock lost when another holder took the key over, failed and released
+// when a condition of the work's own writes refused the transaction (an
+// *store.EffectError, the work's failure), uncommitted (released when
+// nothing was applied, else left to expire) when the store did not commit.
+// Never processedUnrecorded: an effect whose completion is not recorded is
+// not applied either.
+func (h *hold) finishTx(ctx context.Context, lease store.Lease, result []byte, res lockResult) lockResult {
+	g := h.g
+	until, err := g.commit(ctx, h.tx, result)
+	var refused *store.EffectError
+	switch {
+	case err == nil:
+		g.cache.add(lease.ID, until, h.payloadHash, result)
+		res.outcome = processed
+	case errors.Is(err, ErrLockLost):
+		res.outcome, res.err, res.lockLost = failed, err, true
+	case errors.As(err, &refused):
+		res.outcome, res.err = failed, err
+		res.releaseErr = g.store.Release(ctx, lease, g.now())
+	case errors.Is(err, store.ErrNotCommitted):
+		res.outcome, res.err = uncommitted, storeErr("commit", lease.ID, err)
+		res.releaseErr = g.store.Release(ctx, lease, g.now())
+	default:
+		// Unknown: releasing would let the next delivery run the work
+		// while this commit may yet be applied. The lock's expiry, then a
+		// takeover with a higher fence, settles it: a commit applied makes
+		// the record COMPLETED (a duplicate), one not applied can no longer
+		// pass its record's condition.
+		res.outcome, res.err = uncommitted, storeErr("commit", lease.ID, err)
+	}
+	return res
+}
+
 // abandon stops renewing the lock and leaves it held until it expires,
 // writing nothing: for work whose outcome is unknown (a call that may have
 // been applied but did not answer). Releasing would let the next delivery
@@ -370,6 +439,9 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 // instead of finish.
 func (h *hold) abandon() store.Lease {
 	lease, _ := h.end()
+	if h.tx != nil && !h.tx.Empty() {
+		_ = h.tx.Rollback(context.Background()) // nothing to report it to: the lock expires either way
+	}
 	return lease
 }
 
@@ -452,6 +524,28 @@ func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte)
 		until := g.now().Add(g.window)
 		err := g.store.Complete(ctx, lease, until, result)
 		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
+			return until, err
+		}
+		delay := completeDelay(attempt)
+		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
+			return until, err
+		}
+		if serr := g.sleep(ctx, delay); serr != nil {
+			return until, errors.Join(err, serr)
+		}
+	}
+}
+
+// commit is complete for a transaction: tx.Commit retried within ctx's
+// deadline while its outcome is unknown (store.Tx says a repeat settles
+// it), with one window end for every attempt, so that each repeats the
+// first exactly.
+func (g *locker) commit(ctx context.Context, tx store.Tx, result []byte) (time.Time, error) {
+	until := g.now().Add(g.window)
+	var refused *store.EffectError
+	for attempt := 1; ; attempt++ {
+		err := tx.Commit(ctx, until, result)
+		if err == nil || errors.Is(err, ErrLockLost) || errors.Is(err, store.ErrNotCommitted) || errors.As(err, &refused) || attempt == completeAttempts {
 			return until, err
 		}
 		delay := completeDelay(attempt)

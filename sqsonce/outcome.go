@@ -132,7 +132,7 @@ func classify(res lockResult) Outcome {
 		if res.lockLost {
 			o.Kind, o.Reason = KindFailed, ReasonLockLost
 		}
-	default:
+	default: // notAcquired, uncommitted
 		o.Kind, o.Reason = KindFailed, ReasonStoreUnavailable
 		if errors.Is(res.err, ErrMisconfigured) {
 			o.Reason = ReasonStoreMisconfigured

@@ -454,7 +454,7 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 		log.InfoContext(ctx, "record in progress elsewhere; retried once the lock can be taken over", "detail", res.err)
 	case failed:
 		if res.lockLost {
-			log.WarnContext(ctx, "record failed: its lock was lost while the handler ran (renewal refused or not possible); retried later",
+			log.WarnContext(ctx, "record failed: its lock was lost before its work was recorded (taken over, or not renewed); retried later",
 				"error", res.err)
 			return o
 		}
@@ -479,6 +479,9 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 		} else {
 			log.WarnContext(ctx, "record failed; retried later", "error", res.err, "permanent", permanent)
 		}
+	case uncommitted:
+		log.ErrorContext(ctx, "record's transaction not committed: nothing of its effect is applied (or, the store's answer lost, the record settles it for the next delivery); retried later",
+			"error", res.err)
 	default:
 		if o.Reason == ReasonStoreMisconfigured {
 			log.ErrorContext(ctx, "record not processed: idempotency store misconfigured; check "+p.cfg.storeSetting()+", "+p.cfg.setting("KeyPrefix")+" and the function's permissions",

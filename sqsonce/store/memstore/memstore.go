@@ -26,17 +26,20 @@ type Store struct {
 	mu      sync.Mutex
 	clock   *testclock.Clock
 	records map[string]store.Record
+	// committed are the writes of committed transactions, by record id.
+	committed map[string][]any
 }
 
 var (
-	_ store.Store = (*Store)(nil)
-	_ store.Admin = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Admin      = (*Store)(nil)
+	_ store.Transactor = (*Store)(nil)
 )
 
 // New returns an empty store whose clock starts at the current time,
 // truncated to the millisecond (the resolution of a lock's expiry).
 func New() *Store {
-	return &Store{clock: testclock.New(time.Now().Truncate(time.Millisecond)), records: map[string]store.Record{}}
+	return &Store{clock: testclock.New(time.Now().Truncate(time.Millisecond)), records: map[string]store.Record{}, committed: map[string][]any{}}
 }
 
 // Now is the store's clock.
