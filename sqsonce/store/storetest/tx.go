@@ -124,7 +124,7 @@ func ruleEffectIffCompletion(c *conf) {
 	c.add(tx, n1, false)
 	c.add(tx, n2, false)
 	c.wantCount(n1, 0, "an Add, before any Commit (a write applied then would not be the transaction's)")
-	until, result := c.at(windowFor+700*time.Millisecond), []byte(`{"order":"o-1"}`)
+	until, result := c.midSecond(windowFor), []byte(`{"order":"o-1"}`)
 	if err := tx.Commit(c.ctx, until, result); err != nil {
 		c.fatalf("the Commit of owner a's transaction under its live lock failed: %v", err)
 	}
@@ -263,7 +263,7 @@ func ruleResultAndWindow(c *conf) {
 	c.add(tx, c.id("n"), false)
 	result := []byte(`{"order":"o-1","total":12.5}`)
 	sent := bytes.Clone(result)
-	until := c.at(windowFor + 300*time.Millisecond)
+	until := c.midSecond(windowFor)
 	c.must(tx.Commit(c.ctx, until, result), "owner a's Commit with a result")
 	// The caller's buffer is its own again once Commit returns.
 	copy(result, "XXXXXXXXXXXX")
@@ -309,6 +309,13 @@ func ruleResultAndWindow(c *conf) {
 	} else if rec := c.read(id2, "Commit with the largest result"); !bytes.Equal(rec.Result, big) {
 		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))
 	}
+}
+
+// midSecond is the rule's base plus d, moved to the middle of its second:
+// a window's end that keeping it to the second (until.Unix()) changes,
+// whatever the base's milliseconds.
+func (c *conf) midSecond(d time.Duration) time.Time {
+	return c.at(d).Truncate(time.Second).Add(500 * time.Millisecond)
 }
 
 // add adds one of the rule's writes to tx: an increment of name's counter,
