@@ -311,13 +311,6 @@ func ruleResultAndWindow(c *conf) {
 	}
 }
 
-// midSecond is the rule's base plus d, moved to the middle of its second:
-// a window's end that keeping it to the second (until.Unix()) changes,
-// whatever the base's milliseconds.
-func (c *conf) midSecond(d time.Duration) time.Time {
-	return c.at(d).Truncate(time.Second).Add(500 * time.Millisecond)
-}
-
 // add adds one of the rule's writes to tx: an increment of name's counter,
 // or, refused, a write whose condition fails.
 func (c *conf) add(tx store.Tx, name string, refused bool) {
