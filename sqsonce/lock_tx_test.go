@@ -354,8 +354,8 @@ func TestLockTxEachCommitAnswer(t *testing.T) {
 				if retried != tt.retried {
 					t.Errorf("retried (Do's error, Handle's batch item failure) %v; want %v", retried, tt.retried)
 				}
-				if o.Kind != tt.kind || o.Reason != tt.reason {
-					t.Errorf("Outcome %s/%s (err %v); want %s/%s", o.Kind, o.Reason, o.Err, tt.kind, tt.reason)
+				if o.Kind != tt.kind || o.Reason != tt.reason || o.LockLost != (tt.reason == ReasonLockLost) {
+					t.Errorf("Outcome %s/%s, LockLost %v (err %v); want %s/%s, LockLost only when the lock was lost", o.Kind, o.Reason, o.LockLost, o.Err, tt.kind, tt.reason)
 				}
 				if got := b.st.calls(); !slices.Equal(got, tt.ops) {
 					t.Errorf("store calls %v; want %v", got, tt.ops)
