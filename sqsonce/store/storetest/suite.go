@@ -369,7 +369,7 @@ func ruleRenew(c *conf) {
 func ruleComplete(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "hash-a", c.base, c.at(lockFor)))
-	until := c.midSecond(windowFor)
+	until := c.midSecond(windowFor + time.Second)
 	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
 		c.fatalf("the owner's Complete of its live lock failed: %v", err)
 	}
@@ -831,7 +831,10 @@ func (c *conf) at(d time.Duration) time.Time { return c.base.Add(d) }
 // midSecond is the rule's base plus d, moved to the middle of its second:
 // a time that keeping it to the second (a window's until.Unix(), a lock's
 // expiry in whole seconds) always changes, whatever the base's
-// milliseconds, so that a store that rounds is always caught.
+// milliseconds, so that a store that rounds is always caught. It falls
+// up to half a second before base + d: a window's end is given a second
+// more (windowFor + time.Second), so that its whole second still falls at
+// least windowFor after the base, as TestStore promises a shared table.
 func (c *conf) midSecond(d time.Duration) time.Time {
 	return c.at(d).Truncate(time.Second).Add(500 * time.Millisecond)
 }
