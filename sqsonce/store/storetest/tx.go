@@ -124,7 +124,7 @@ func ruleEffectIffCompletion(c *conf) {
 	c.add(tx, n1, false)
 	c.add(tx, n2, false)
 	c.wantCount(n1, 0, "an Add, before any Commit (a write applied then would not be the transaction's)")
-	until, result := c.midSecond(windowFor + time.Second), []byte(`{"order":"o-1"}`)
+	until, result := c.midSecond(windowFor+time.Second), []byte(`{"order":"o-1"}`)
 	if err := tx.Commit(c.ctx, until, result); err != nil {
 		c.fatalf("the Commit of owner a's transaction under its live lock failed: %v", err)
 	}
