@@ -113,7 +113,7 @@ func TestMutantChild(t *testing.T) {
 	TestStore(t, func(t *testing.T) store.Store { return newMutant(name) })
 	TestTransactions(t, func(t *testing.T) (store.Transactor, Effects) {
 		m := newMutant(name)
-		return m, memEffects{committed: m.committed}
+		return m, memEffects{m}
 	})
 }
 
@@ -705,4 +705,39 @@ func (t *mutantTx) Rollback(ctx context.Context) error {
 		t.m.applyOutside(t.added()...)
 	}
 	return t.Tx.Rollback(ctx)
+}
+
+// increment is the memory store's write of an Effects counter: one
+// increment of the named counter once committed.
+type increment struct{ name string }
+
+// memEffects is the mutants' Effects: ExampleTestTransactions' counters
+// on memstore, for a transaction that wraps a memstore.Tx (a mutantTx:
+// Add is memstore's, or the mutant's) and for the writes a bug applied
+// outside a transaction.
+type memEffects struct{ m *mutant }
+
+func (e memEffects) Add(_ context.Context, tx store.Tx, name string, refused bool) error {
+	adder, ok := tx.(interface{ Add(write any) })
+	if !ok {
+		return fmt.Errorf("transaction %T is no memstore.Tx", tx)
+	}
+	if refused {
+		adder.Add(memstore.FailingCondition{Err: errors.New("condition of " + name + " refused")})
+		return nil
+	}
+	adder.Add(increment{name})
+	return nil
+}
+
+func (e memEffects) Count(_ context.Context, name string) (int, error) {
+	n := 0
+	for _, writes := range e.m.committed() {
+		for _, w := range writes {
+			if w == (increment{name}) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
