@@ -155,7 +155,7 @@ const (
 func ruleAcquireNew(c *conf) {
 	id, a := c.id("k"), c.owner("a")
 	// A lock's expiry below the millisecond is cut to it: the record keeps
-	// milliseconds.
+	// milliseconds (mid-second, so that one kept in seconds always shows).
 	lockUntil := c.midSecond(time.Minute).Add(500 * time.Microsecond)
 	lease, err := c.acquire(c.req(id, a, "hash-a", c.base, lockUntil))
 	if err != nil {
