@@ -251,17 +251,56 @@ func (l *itemLocks) size() int {
 }
 
 // AtomicClient is a DynamoDB client of moto_server whose writes are atomic
-// per item, as DynamoDB's are (SerializeWrites); reads and scans go straight
-// to moto. It is what a store under test is given: the one wrapper every
+// per item, as DynamoDB's are (SerializeWrites), a TransactWriteItems under
+// the locks of all its items; reads and scans go straight to moto. It is what a store under test is given: the one wrapper every
 // test on moto uses.
 type AtomicClient struct {
 	*dynamodb.Client
-	writes DynamoWriter
+	writes *serialized
 }
 
 // Atomic wraps c, a client of moto_server, in an AtomicClient.
 func Atomic(c *dynamodb.Client) AtomicClient {
-	return AtomicClient{Client: c, writes: SerializeWrites(c)}
+	return AtomicClient{Client: c, writes: serializeWith(c, &itemLocks{held: map[string]*itemLock{}})}
+}
+
+// TransactWriteItems is c's TransactWriteItems holding the locks of all
+// its items, taken in one order (so two transactions cannot deadlock):
+// moto applies a transaction's items without a lock against other writes
+// of the same items, as it does a single write's condition and write.
+func (a AtomicClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	var keys []string
+	for _, w := range in.TransactItems {
+		var table *string
+		var attrs map[string]types.AttributeValue
+		switch {
+		case w.Put != nil:
+			table, attrs = w.Put.TableName, w.Put.Item
+		case w.Update != nil:
+			table, attrs = w.Update.TableName, w.Update.Key
+		case w.Delete != nil:
+			table, attrs = w.Delete.TableName, w.Delete.Key
+		case w.ConditionCheck != nil:
+			table, attrs = w.ConditionCheck.TableName, w.ConditionCheck.Key
+		default:
+			continue // moto refuses it
+		}
+		schema, err := a.writes.schema(ctx, aws.ToString(table))
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, itemKey(schema, attrs))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	for _, k := range keys {
+		unlock, err := a.writes.locks.lock(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	return a.Client.TransactWriteItems(ctx, in, o...)
 }
 
 // PutItem is c's PutItem under the item's lock.
