@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
@@ -26,27 +29,42 @@ func BenchmarkRecord(b *testing.B) {
 		// body is the record of iteration i; a fixed one repeats a key.
 		body func(i int) string
 		fail bool
+		// tx: the handler adds a Put of an order item to the completion's
+		// transaction (dynamostore.NewTransactional).
+		tx bool
 	}{
-		{"new", 0, func(i int) string { return fmt.Sprintf("new-%d", i) }, false},
-		{"duplicate", 0, func(int) string { return "dup" }, false},
-		{"duplicate-cached", 1000, func(int) string { return "dup" }, false},
-		{"failure", 0, func(i int) string { return fmt.Sprintf("fail-%d", i) }, true},
+		{"new", 0, func(i int) string { return fmt.Sprintf("new-%d", i) }, false, false},
+		{"new-transactional", 0, func(i int) string { return fmt.Sprintf("newtx-%d", i) }, false, true},
+		{"duplicate", 0, func(int) string { return "dup" }, false, false},
+		{"duplicate-cached", 1000, func(int) string { return "dup" }, false, false},
+		{"failure", 0, func(i int) string { return fmt.Sprintf("fail-%d", i) }, true, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			d := newLockDynamo(b)
 			calls := new(atomic.Int32)
+			counted := lockCountingDynamo{AdminAPI: d.api, calls: calls}
+			st := dynamostore.New(counted, d.table)
+			if c.tx {
+				st = dynamostore.NewTransactional(lockCountingTxDynamo{counted, d.api.(dynamostore.TxAPI)}, d.table)
+			}
 			p, err := NewConsumer(ConsumerConfig{
 				Config: Config{
-					Store:      dynamostore.New(lockCountingDynamo{AdminAPI: d.api, calls: calls}, d.table),
+					Store:      st,
 					KeyPrefix:  "bench",
 					LocalCache: c.cache,
 					Logger:     lockQuiet,
 				},
 				Key: KeyFunc(func(m events.SQSMessage) (string, error) { return m.Body, nil }),
-			}, func(context.Context, events.SQSMessage) error {
+			}, func(ctx context.Context, m events.SQSMessage) error {
 				if c.fail {
 					return errors.New("downstream 503")
+				}
+				if c.tx {
+					return dynamostore.Add(ctx, types.TransactWriteItem{Put: &types.Put{
+						TableName: aws.String(d.table),
+						Item:      map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "order#" + m.Body}},
+					}})
 				}
 				return nil
 			})
@@ -70,4 +88,16 @@ func BenchmarkRecord(b *testing.B) {
 			b.ReportMetric(float64(calls.Load()-before)/float64(i), "dynamodb-calls/record")
 		})
 	}
+}
+
+// lockCountingTxDynamo is lockCountingDynamo with the transactional
+// store's one more call, counted too.
+type lockCountingTxDynamo struct {
+	lockCountingDynamo
+	tx dynamostore.TxAPI
+}
+
+func (c lockCountingTxDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.calls.Add(1)
+	return c.tx.TransactWriteItems(ctx, in, o...)
 }
