@@ -190,3 +190,19 @@ func TestSummarizeTransactional(t *testing.T) {
 		t.Errorf("report:\n%s", out)
 	}
 }
+
+// TestCommittedRecord: -chaos names the record of a faulted -tx commit, as
+// it does a faulted COMPLETED UpdateItem, from the request as the SDK
+// sends it; a transaction that completes nothing names none.
+func TestCommittedRecord(t *testing.T) {
+	t.Parallel()
+	body := `{"ClientRequestToken":"t","TransactItems":[
+{"Put":{"TableName":"effects","Item":{"key":{"S":"order-1"},"seq":{"N":"3"},"crash":{"BOOL":false}}}},
+{"Update":{"TableName":"records","Key":{"id":{"S":"fn#order-1"}},"ExpressionAttributeValues":{":f":{"N":"7"},":s":{"S":"COMPLETED"},":n":{"NULL":true}}}}]}`
+	if got := committedRecord([]byte(body)); got != "fn#order-1" {
+		t.Errorf("committedRecord = %q, want fn#order-1", got)
+	}
+	if got := committedRecord([]byte(strings.Replace(body, "COMPLETED", "RELEASED", 1))); got != "" {
+		t.Errorf("a transaction that completes nothing named %q", got)
+	}
+}
