@@ -98,18 +98,19 @@ import (
 // store.ErrUnavailable or store.ErrMisconfigured.
 func TestStore(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
-	for _, r := range rules {
+	runRules(t, rules, func(t *testing.T, c *conf) { c.s = newStore(t) })
+}
+
+// runRules runs each of rs as a parallel subtest, on a conf of its own
+// whose store open sets.
+func runRules(t *testing.T, rs []rule, open func(t *testing.T, c *conf)) {
+	t.Helper()
+	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
-			c := &conf{
-				t:    t,
-				s:    newStore(t),
-				ctx:  t.Context(),
-				base: time.Now().Truncate(time.Millisecond),
-				rule: r.name,
-				says: r.says,
-				tag:  randomTag(t),
-			}
+			c := &conf{t: t, ctx: t.Context(), rule: r.name, says: r.says, tag: randomTag(t)}
+			open(t, c)
+			c.base = time.Now().Truncate(time.Millisecond)
 			c.admin, _ = c.s.(store.Admin)
 			r.check(c)
 		})
@@ -754,6 +755,11 @@ type conf struct {
 	rule  string
 	says  string
 	tag   string
+
+	// tx is s as a store.Transactor and fx its effects, in
+	// TestTransactions' rules (nil in TestStore's).
+	tx store.Transactor
+	fx Effects
 }
 
 // needAdmin skips a rule of store.Admin on a store that is not one.
