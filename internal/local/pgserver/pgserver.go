@@ -16,19 +16,20 @@ import (
 	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
-// InstallCommand installs PostgreSQL 15 on Debian and Ubuntu.
-const InstallCommand = "apt-get update && apt-get install -y postgresql-15"
+// Package is the Debian and Ubuntu package of the server.
+const Package = "postgresql-15"
 
-// binDirs are where the server's programs are looked for, in order:
-// Debian's versioned directory first, since Debian puts neither initdb nor
-// postgres on PATH.
-var binDirs = []string{"/usr/lib/postgresql/15/bin"}
+// InstallCommand installs Package.
+const InstallCommand = "apt-get update && apt-get install -y " + Package
+
+// DebianBinDir is where Package puts initdb and postgres: not on PATH.
+const DebianBinDir = "/usr/lib/postgresql/15/bin"
 
 // BinDir returns the directory holding initdb and postgres: Debian's
 // /usr/lib/postgresql/15/bin, else `pg_config --bindir`, else the
 // directory of an initdb on PATH; or an error naming the install command.
 func BinDir() (string, error) {
-	dirs := append([]string(nil), binDirs...)
+	dirs := []string{DebianBinDir}
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		dirs = append(dirs, strings.TrimSpace(string(out)))
 	}
