@@ -53,7 +53,8 @@ demo: setup-demo
 ## test: the tools (setup installs what is missing), lint, the lock protocol's
 ## model and its mutants, then every test with the race detector: the hermetic
 ## ones (plain `go test ./...` runs only those, and needs only Go) and those
-## tagged integration (moto_server, dynalite, spin, cfn-lint, tmux, the AWS CLI)
+## tagged integration (moto_server, dynalite, redis-server, PostgreSQL, spin,
+## cfn-lint, tmux, the AWS CLI)
 test: setup lint model model-mutants unit
 
 unit:
@@ -73,8 +74,9 @@ unit:
 	$(GO) test -race -count=1 -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
-## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc and
-## tmux (apt-get, as root; otherwise it prints the sudo line), dynalite into
+## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc,
+## tmux, redis-server and postgresql-15 (apt-get, as root; otherwise it prints
+## the sudo line), dynalite into
 ## .tools (npm); says once what only you can install (Node.js)
 setup:
 	@$(SETUP) -for test $(SETUP_FLAGS)
