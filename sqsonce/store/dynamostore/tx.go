@@ -75,7 +75,21 @@ func NewTransactional(api TxAPI, table string) *Store {
 // every write, so the transaction stays empty and the completion is the
 // plain one.
 func (s *Store) Begin(lease store.Lease) store.Tx {
+	if s.txAPI == nil {
+		// No allocation on the plain store's hot path: a zero-size value.
+		return plainTx{}
+	}
 	return &transaction{s: s, lease: lease}
+}
+
+// plainTx is the transaction of a store from New: Add refuses every write,
+// so it is always empty and never committed.
+type plainTx struct{}
+
+func (plainTx) Empty() bool                    { return true }
+func (plainTx) Rollback(context.Context) error { return nil }
+func (plainTx) Commit(context.Context, time.Time, []byte) error {
+	return fmt.Errorf("commit: %w: %w", errNotTransactional, store.ErrNotCommitted)
 }
 
 // transaction is the store's store.Tx: the work's writes, committed with
@@ -116,6 +130,8 @@ func Add(ctx context.Context, writes ...types.TransactWriteItem) error {
 	switch tx := store.TxFrom(ctx).(type) {
 	case *transaction:
 		return tx.add(writes)
+	case plainTx:
+		return fmt.Errorf("dynamostore.Add: %w", errNotTransactional)
 	case *memstore.Tx:
 		return stage(tx, writes)
 	case nil:
@@ -127,9 +143,6 @@ func Add(ctx context.Context, writes ...types.TransactWriteItem) error {
 
 // add checks writes and adds them, or none of them.
 func (t *transaction) add(writes []types.TransactWriteItem) error {
-	if t.s.txAPI == nil {
-		return fmt.Errorf("dynamostore.Add on table %s: %w", t.s.table, errNotTransactional)
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done {

@@ -21,6 +21,7 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
 // newKeyTable creates a business table with partition key attr (String)
@@ -467,4 +468,18 @@ func TestTxRulesOnMoto(t *testing.T) {
 	if err := s.Release(ctx, lease, now); err != nil {
 		t.Errorf("release after the refusal: %v", err)
 	}
+}
+
+// TestTransactionsOnMoto: the transactional store passes the conformance
+// suite's transaction rules on moto_server, the work's writes counters in
+// a table of their own.
+func TestTransactionsOnMoto(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	api := motoserver.Atomic(dynamodb.NewFromConfig(cfg))
+	table := mototest.NewIdempotencyTable(t, cfg)
+	fx := counterEffects{api: api, table: newKeyTable(t, cfg, "counters", "name")}
+	storetest.TestTransactions(t, func(t *testing.T) (store.Transactor, storetest.Effects) {
+		return dynamostore.NewTransactional(api, table), fx
+	})
 }

@@ -208,11 +208,11 @@ func TestCommitRequest(t *testing.T) {
 			t.Errorf("condition %q lacks %q", cond, want)
 		}
 	}
-	if v := u.ExpressionAttributeValues[":fence"].(*types.AttributeValueMemberN).Value; v != strconv.FormatInt(testLease.Fence, 10) {
-		t.Errorf(":fence %s, want %d", v, testLease.Fence)
+	if v, _ := u.ExpressionAttributeValues[":fence"].(*types.AttributeValueMemberN); v == nil || v.Value != strconv.FormatInt(testLease.Fence, 10) {
+		t.Errorf(":fence %v, want %d", v, testLease.Fence)
 	}
-	if v := u.ExpressionAttributeValues[":owner"].(*types.AttributeValueMemberS).Value; v != testLease.Owner {
-		t.Errorf(":owner %s", v)
+	if v, _ := u.ExpressionAttributeValues[":owner"].(*types.AttributeValueMemberS); v == nil || v.Value != testLease.Owner {
+		t.Errorf(":owner %v, want %s", v, testLease.Owner)
 	}
 	if !strings.Contains(aws.ToString(u.UpdateExpression), "REMOVE #lockexp") || u.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
 		t.Errorf("update %q, return %q", aws.ToString(u.UpdateExpression), u.ReturnValuesOnConditionCheckFailure)
