@@ -142,12 +142,12 @@ func TestProcessorCheckOnAMissingTable(t *testing.T) {
 type fault int
 
 const (
-	noFault        fault = iota // delivered, then duplicates
-	lostAnswer                  // the answer to its COMMIT lost
-	droppedCommit               // the connection dropped before its COMMIT
-	crashed                     // the holder dies between its effect and its completion
-	paused                      // the holder pauses past its lock, another takes over
-	concurrent                  // two deliveries at once
+	noFault       fault = iota // delivered, then duplicates
+	lostAnswer                 // the answer to its COMMIT lost
+	droppedCommit              // the connection dropped before its COMMIT
+	crashed                    // the holder dies between its effect and its completion
+	paused                     // the holder pauses past its lock, another takes over
+	concurrent                 // two deliveries at once
 	kinds
 )
 
