@@ -28,7 +28,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 # beside the product's, so that their dependencies stay out of a library
 # user's module graph; `go -C DIR` runs the go command in one of them. The
 # examples are modules too, tested as a user tests theirs.
-MODULES = . local cmd/sqs-once examples/orders examples/otel
+MODULES = . local cmd/sqs-once examples/orders examples/otel examples/txorders
 
 # setup (local/setup) installs what the machine lacks for -for demo or
 # -for test and says once what only the user can install; a no-op when all is
@@ -53,7 +53,8 @@ demo: setup-demo
 ## test: the tools (setup installs what is missing), lint, the lock protocol's
 ## model and its mutants, then every test with the race detector: the hermetic
 ## ones (plain `go test ./...` runs only those, and needs only Go) and those
-## tagged integration (moto_server, dynalite, spin, cfn-lint, tmux, the AWS CLI)
+## tagged integration (moto_server, dynalite, redis-server, PostgreSQL, spin,
+## cfn-lint, tmux, the AWS CLI)
 test: setup lint model model-mutants unit
 
 unit:
@@ -68,13 +69,18 @@ unit:
 	@# So is the OpenTelemetry example, its counter read with the SDK's
 	@# ManualReader.
 	$(GO) -C examples/otel test -race -count=1 ./...
+	@# So is the transactional example, run as a subprocess on moto_server
+	@# and PostgreSQL: killed at its commit and paused past its lock, one
+	@# order row each time (two with -plain).
+	$(GO) -C examples/txorders test -race -count=1 -tags integration ./...
 	@# The processor built with the Redis store (STORE=redis), which the
 	@# default build leaves out.
 	$(GO) test -race -count=1 -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
-## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc and
-## tmux (apt-get, as root; otherwise it prints the sudo line), dynalite into
+## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc,
+## tmux, redis-server and postgresql-15 (apt-get, as root; otherwise it prints
+## the sudo line), dynalite into
 ## .tools (npm); says once what only you can install (Node.js)
 setup:
 	@$(SETUP) -for test $(SETUP_FLAGS)

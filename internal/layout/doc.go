@@ -6,5 +6,6 @@
 // locally (internal/local, local/) and the benchmarks' fake endpoint;
 // package sqsonce, and the smallest programs built on it alone (testdata),
 // link none of the clients that only a Target needs; and nothing but
-// sqsonce/store/redisstore links the Redis client. It has tests only.
+// sqsonce/store/redisstore links the Redis client, nothing but
+// sqsonce/store/pgstore links pgx. It has tests only.
 package layout

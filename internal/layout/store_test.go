@@ -33,11 +33,12 @@ func isStoreSDK(pkg string) bool {
 }
 
 // TestStoreSDKsListed: the check below looks where the clients are: the
-// DynamoDB store links DynamoDB's, the Redis store Redis's.
+// DynamoDB store links DynamoDB's, the Redis store Redis's, the PostgreSQL
+// store pgx.
 func TestStoreSDKsListed(t *testing.T) {
 	t.Parallel()
-	g := listDeps(t, nil, "", "./sqsonce/store/dynamostore", "./sqsonce/store/redisstore")
-	for _, pkg := range []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/redis/go-redis/v9"} {
+	g := listDeps(t, nil, "", "./sqsonce/store/dynamostore", "./sqsonce/store/redisstore", "./sqsonce/store/pgstore")
+	for _, pkg := range []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/redis/go-redis/v9", "github.com/jackc/pgx/v5"} {
 		if _, ok := g[pkg]; !ok || !isStoreSDK(pkg) {
 			t.Fatalf("go list -deps of the stores does not list %s as a store's client: the checks below would prove nothing", pkg)
 		}

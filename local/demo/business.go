@@ -20,13 +20,16 @@ var (
 )
 
 // Business is the demo's business handler, the sqsonce.Handler the processor
-// runs in place of cmd/processor's. Its side effect is a line in the ledger;
-// it fails poison keys always, transient keys for a while, rejects permanent
-// keys with sqsonce.Permanent, and can simulate a crash right after a side
-// effect.
+// runs in place of cmd/processor's. Its side effect is a line in the ledger
+// (with -tx, an item of the business table, written in the transaction that
+// records its key's completion); it fails poison keys always, transient keys
+// for a while, rejects permanent keys with sqsonce.Permanent, and can
+// simulate a crash right after a side effect.
 type Business struct {
 	ledger *Ledger
-	keys   map[string]Key
+	// effects is -tx's business table, nil without -tx.
+	effects *effectTable
+	keys    map[string]Key
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -48,6 +51,31 @@ func NewBusiness(ledger *Ledger, w Workload) *Business {
 		crashed:  map[string]bool{},
 		release:  make(chan struct{}),
 	}
+}
+
+// NewTransactionalBusiness returns the handler of -tx: each side effect is
+// still numbered in the ledger, which then lists the effects the handler
+// staged, and is added with dynamostore.Add to the transaction sqsonce
+// commits with the key's completion, as an item of effects. A crash after
+// the side effect is then a crash before the commit: nothing of it is
+// applied.
+func NewTransactionalBusiness(ledger *Ledger, effects *effectTable, w Workload) *Business {
+	b := NewBusiness(ledger, w)
+	b.effects = effects
+	return b
+}
+
+// sideEffect makes e: a ledger line, or with -tx a ledger line of the
+// effect staged and its item added to the work's transaction.
+func (b *Business) sideEffect(ctx context.Context, e Entry) error {
+	if b.effects == nil {
+		return b.ledger.Append(ctx, e)
+	}
+	staged, err := b.ledger.record(ctx, e)
+	if err != nil {
+		return err
+	}
+	return b.effects.stage(ctx, staged)
 }
 
 // Release lets crashed invocations return. Their completion or release of
@@ -98,7 +126,7 @@ func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
 	if a, ok := msg.MessageAttributes[sqsmsg.AttrReplayCount]; ok && a.StringValue != nil {
 		e.ReplayCount = *a.StringValue
 	}
-	if err := b.ledger.Append(ctx, e); err != nil {
+	if err := b.sideEffect(ctx, e); err != nil {
 		return err
 	}
 	if crash {

@@ -91,8 +91,13 @@ func newChaosLog() *chaosLog {
 func (c *chaosLog) observe(op string, body []byte, f faultproxy.Fault) {
 	k := faultproxy.KindOf(f)
 	var record string
-	if k != faultproxy.Pass && k != faultproxy.Delayed && op == "UpdateItem" {
-		record = completedRecord(body)
+	if k != faultproxy.Pass && k != faultproxy.Delayed {
+		switch op {
+		case "UpdateItem":
+			record = completedRecord(body)
+		case "TransactWriteItems":
+			record = committedRecord(body)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -124,6 +129,34 @@ func completedRecord(body []byte) string {
 	for _, v := range in.ExpressionAttributeValues {
 		if v["S"] == string(store.StatusCompleted) {
 			return in.Key[dynamostore.AttrID]["S"]
+		}
+	}
+	return ""
+}
+
+// committedRecord is the record id of a TransactWriteItems that sets a
+// record COMPLETED (-tx's commit), or "".
+func committedRecord(body []byte) string {
+	var in struct {
+		TransactItems []struct {
+			Update *struct {
+				Key                       map[string]map[string]any
+				ExpressionAttributeValues map[string]map[string]any
+			}
+		}
+	}
+	if json.Unmarshal(body, &in) != nil {
+		return ""
+	}
+	for _, it := range in.TransactItems {
+		if it.Update == nil {
+			continue
+		}
+		for _, v := range it.Update.ExpressionAttributeValues {
+			if v["S"] == string(store.StatusCompleted) {
+				id, _ := it.Update.Key[dynamostore.AttrID]["S"].(string)
+				return id
+			}
 		}
 	}
 	return ""

@@ -160,6 +160,33 @@ func TestDemoCrashIsReportedAsTheDocumentedWindow(t *testing.T) {
 	}
 }
 
+// TestDemoTxCrashCommitsOnce is the crash run above with -tx: each crash
+// key's first invocation stages its side effect and hangs before the
+// commit, so nothing of it is applied, and the retry commits the effect
+// once. The business table, which the report reads, holds one item per
+// key: more than once 0, where the plain run has 2.
+func TestDemoTxCrashCommitsOnce(t *testing.T) {
+	s, code, report := runMain(t, baseFlags(t, "-n", "30", "-poison", "0", "-transient", "0", "-permanent", "0", "-crash", "2", "-function-timeout", "5s", "-tx"))
+	if code != ExitOK || !s.OK {
+		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
+	}
+	if se := s.SideEffects; se.Multiple != 0 || se.ExactlyOnce != 30 || se.Total != 30 || s.Lost != 0 || len(s.Window.Keys) != 0 {
+		t.Errorf("side effects %+v, window %+v, lost %d", s.SideEffects, s.Window.Keys, s.Lost)
+	}
+	if tx := s.Transactional; tx == nil || tx.CrashedUncommitted != 2 || tx.Uncommitted != 2 || tx.Staged != 32 {
+		t.Errorf("transactional %+v: want 32 staged, the 2 crashed ones never committed", tx)
+	}
+	if iv := s.Invocations; iv.TimedOutCrash < 1 || iv.TimedOut != iv.TimedOutCrash || len(s.Unexpected) != 0 {
+		t.Errorf("invocations %+v, notes %v", iv, s.Unexpected)
+	}
+	for _, want := range []string{"  more than once      0 keys  [ok]", "committed in the business table", "2 never committed, 2 of them by an invocation the demo crashed before its commit",
+		"duplicate window      not hit", "verdict: OK"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
 // TestDemoCountsWhereItHappens runs a workload with a known number of
 // re-sent copies and no failure: every copy is a record the lock answers
 // "duplicate", every key one processed record, and the last progress line

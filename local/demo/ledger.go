@@ -59,22 +59,29 @@ func (l *Ledger) Path() string { return l.path }
 // check and the timestamp are taken under one lock, so no entry is dated
 // after the deadline of the invocation that made it.
 func (l *Ledger) Append(ctx context.Context, e Entry) error {
+	_, err := l.record(ctx, e)
+	return err
+}
+
+// record is Append, returning the entry as numbered and timed: with -tx the
+// business handler writes that entry into the business table too.
+func (l *Ledger) record(ctx context.Context, e Entry) (Entry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("no side effect: %w", err)
+		return Entry{}, fmt.Errorf("no side effect: %w", err)
 	}
 	l.seq++
 	e.Seq = l.seq
 	e.At = time.Now().UTC()
 	line, err := json.Marshal(e)
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
 	if _, err := l.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("append to ledger: %w", err)
+		return Entry{}, fmt.Errorf("append to ledger: %w", err)
 	}
-	return nil
+	return e, nil
 }
 
 // Count is the number of entries appended so far.

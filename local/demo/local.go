@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -229,12 +230,36 @@ func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary
 		}
 		defer ledger.Close()
 		r.ledger, r.biz = ledger, NewBusiness(ledger, w)
+		if opts.Tx {
+			effects, err := newEffectTable(ctx, stackName+"-effects", effectServers(awsCfg, endpoint, partitionURLs))
+			if err != nil {
+				return Summary{}, err
+			}
+			r.effects, r.biz = effects, NewTransactionalBusiness(ledger, effects, w)
+			fmt.Fprintf(progressOut, "-tx: each side effect commits with its completion, as an item of the business table %s\n", effects.name)
+		}
 	}
 	mappings, err := r.mappings(pipeCfg)
 	if err != nil {
 		return Summary{}, err
 	}
 	return r.execute(ctx, mappings, progressOut)
+}
+
+// effectServers are direct clients of the servers that hold the idempotency
+// table's items (the partitions, or the one server at endpoint): -tx's
+// business table is created on each.
+func effectServers(awsCfg aws.Config, endpoint string, partitions []string) []effectServer {
+	if len(partitions) == 0 {
+		partitions = []string{endpoint}
+	}
+	out := make([]effectServer, len(partitions))
+	for i, u := range partitions {
+		cfg := awsCfg.Copy()
+		cfg.BaseEndpoint = aws.String(u)
+		out[i] = dynamodb.NewFromConfig(cfg)
+	}
+	return out
 }
 
 // localEndpoint is -endpoint, or a moto_server started for this run, with
@@ -338,7 +363,7 @@ type localRun struct {
 	api, pipe queueAPI
 	// ddb is the processor's DynamoDB client: the table's partitions, each
 	// with its conditional writes atomic per item.
-	ddb      dynamostore.API
+	ddb      txAPI
 	chaos    *chaosLog
 	w        Workload
 	producer *producer
@@ -347,8 +372,11 @@ type localRun struct {
 	tracker *Tracker
 	// ledger and biz are the business handler's; target, forwards and
 	// consumer replace them with -target.
-	ledger   *Ledger
-	biz      *Business
+	ledger *Ledger
+	biz    *Business
+	// effects is -tx's business table: then the side effects committed
+	// are its items, and the ledger lists those staged.
+	effects  *effectTable
 	target   *targetQueue
 	forwards *ForwardLog
 	consumer *targetConsumer
@@ -402,6 +430,9 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	procLog := slog.New(newOutcomeCounter(r.fnLog.Handler(), r.tracker.Outcome))
 	cfg := info.processorCfg
 	cfg.Store = dynamostore.New(ddb, info.table)
+	if r.effects != nil {
+		cfg.Store = dynamostore.NewTransactional(ddb, info.table)
+	}
 	// The processor's SQS calls (operator queue, failure backoff, the queue
 	// check) are the pipeline's: through the fault proxy with -chaos.
 	cfg.AWS, cfg.Logger, cfg.Test.Rand = awsCfg, procLog, seededRand(r.opts.Seed, backoffSeedStream)
@@ -529,11 +560,20 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	var staged []Entry
+	if r.effects != nil {
+		// The effects are what the business table holds: the ledger
+		// lists those the handler staged, committed or not.
+		staged = entries
+		if entries, err = r.effects.read(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
 	obs := r.observed()
 	obs.Left = left
 	obs.Elapsed = time.Since(r.start)
 	obs.Unsent = r.unsent
-	sum := Summarize(r.w, entries, obs, Evaluation{
+	ev := Evaluation{
 		Mode:            "local",
 		Seed:            r.opts.Seed,
 		Timings:         r.info.timings(),
@@ -542,7 +582,11 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 		Ceiling:         r.info.ceiling,
 		Ledger:          r.ledger.Path(),
 		Logs:            r.logPath,
-	})
+	}
+	if r.effects != nil {
+		ev.Transactional = &Transactional{Table: r.effects.name, Staged: staged}
+	}
+	sum := Summarize(r.w, entries, obs, ev)
 	sum.Adaptations = r.info.adaptations
 	return sum, nil
 }

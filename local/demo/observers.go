@@ -75,18 +75,18 @@ func attrInt(attrs map[string]sqstypes.MessageAttributeValue, name string) int {
 // key's completion was recorded) from the documented window (a side effect
 // whose completion was never recorded).
 type completionObserver struct {
-	dynamostore.API
+	txAPI
 	// keys maps a record id to the workload key it belongs to.
 	keys   map[string]string
 	report func(Completion)
 }
 
-func newCompletionObserver(api dynamostore.API, prefix string, w Workload, report func(Completion)) completionObserver {
+func newCompletionObserver(api txAPI, prefix string, w Workload, report func(Completion)) completionObserver {
 	keys := make(map[string]string, len(w.Keys))
 	for _, k := range w.Keys {
 		keys[store.RecordID(prefix, k.ID)] = k.ID
 	}
-	return completionObserver{API: api, keys: keys, report: report}
+	return completionObserver{txAPI: api, keys: keys, report: report}
 }
 
 // UpdateItem reports the lock protocol's completions, recognised by the
@@ -94,15 +94,35 @@ func newCompletionObserver(api dynamostore.API, prefix string, w Workload, repor
 // condition), is the one update that asks for the old item.
 func (c completionObserver) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	sent := time.Now()
-	out, err := c.API.UpdateItem(ctx, in, optFns...)
-	if key, ours := c.keys[recordID(in.Key)]; ours && setsCompleted(in) {
-		comp := Completion{Key: key, At: sent, OK: err == nil}
-		if lc, ok := lambdacontext.FromContext(ctx); ok {
-			comp.RequestID = lc.AwsRequestID
-		}
-		c.report(comp)
+	out, err := c.txAPI.UpdateItem(ctx, in, optFns...)
+	if key, ours := c.keys[recordID(in.Key)]; ours && in.ReturnValues != ddbtypes.ReturnValueAllOld && setsCompleted(in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
+		c.completed(ctx, key, sent, err)
 	}
 	return out, err
+}
+
+// TransactWriteItems reports the completions of -tx's transactions: the
+// record's update in them sets COMPLETED, as UpdateItem's would.
+func (c completionObserver) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	sent := time.Now()
+	out, err := c.txAPI.TransactWriteItems(ctx, in, optFns...)
+	for _, it := range in.TransactItems {
+		if u := it.Update; u != nil {
+			if key, ours := c.keys[recordID(u.Key)]; ours && setsCompleted(u.ExpressionAttributeNames, u.ExpressionAttributeValues) {
+				c.completed(ctx, key, sent, err)
+			}
+		}
+	}
+	return out, err
+}
+
+// completed reports a completion of key sent at sent, accepted unless err.
+func (c completionObserver) completed(ctx context.Context, key string, sent time.Time, err error) {
+	comp := Completion{Key: key, At: sent, OK: err == nil}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		comp.RequestID = lc.AwsRequestID
+	}
+	c.report(comp)
 }
 
 func recordID(key map[string]ddbtypes.AttributeValue) string {
@@ -112,10 +132,11 @@ func recordID(key map[string]ddbtypes.AttributeValue) string {
 	return ""
 }
 
-func setsCompleted(in *dynamodb.UpdateItemInput) bool {
-	return in.ReturnValues != ddbtypes.ReturnValueAllOld &&
-		slices.Contains(slices.Collect(maps.Values(in.ExpressionAttributeNames)), dynamostore.AttrStatus) &&
-		slices.ContainsFunc(slices.Collect(maps.Values(in.ExpressionAttributeValues)), func(v ddbtypes.AttributeValue) bool {
+// setsCompleted reports whether an update's expression names the status
+// and the value COMPLETED.
+func setsCompleted(names map[string]string, values map[string]ddbtypes.AttributeValue) bool {
+	return slices.Contains(slices.Collect(maps.Values(names)), dynamostore.AttrStatus) &&
+		slices.ContainsFunc(slices.Collect(maps.Values(values)), func(v ddbtypes.AttributeValue) bool {
 			s, ok := v.(*ddbtypes.AttributeValueMemberS)
 			return ok && s.Value == string(store.StatusCompleted)
 		})

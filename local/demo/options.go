@@ -34,6 +34,11 @@ type Options struct {
 	// Target is "" for the demo's business handler, or TargetSQS: the
 	// processor forwards each key's message to a queue the demo creates.
 	Target string
+	// Tx writes the business handler's side effect as an item of a business
+	// table, added to the transaction that records its key's completion
+	// (dynamostore.Add on the store NewTransactional builds): exactly-once
+	// effects.
+	Tx bool
 	// FunctionTimeout is the processor's; below Lambda's 1 s minimum it is
 	// applied locally only (the stack is deployed with 1 s).
 	FunctionTimeout time.Duration
@@ -106,6 +111,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
 	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
+	fs.BoolVar(&o.Tx, "tx", false, "transactional mode: the business handler's side effect is an item of a business table on moto_server, added with dynamostore.Add to the transaction that records its key's completion; the report counts the table's items per key (see above)")
 	fs.StringVar(&o.Target, "target", "", "\"sqs\": the processor runs no handler but forwards each key's message to a second queue the demo creates (Target=sqs:<its URL>), and the report counts what arrived there per key (see above)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageHeader)
@@ -204,6 +210,14 @@ consumer would, and the report counts the arrivals per key: exactly once,
 more than once, never arrived, intact. -poison, -transient, -permanent and
 -crash mean nothing there: they default to 0 and cannot be set.
 
+With -tx the side effect commits with the completion, in one DynamoDB
+transaction (TransactWriteItems): the handler adds it with dynamostore.Add
+as an item of a business table the demo creates beside the idempotency
+table, and the report counts that table's items per key. A crash after the
+side effect (-crash) is then a crash before the commit, which applies
+nothing: the retry commits the effect once, and no key has more than one.
+The ledger then lists the effects the handler staged, committed or not.
+
 With -stack NAME it sends the same workload to a deployed stack instead and
 checks what can be checked from outside (see the report's "not checked").
 
@@ -243,6 +257,12 @@ func (o Options) Validate() error {
 	}
 	if o.Wait < 0 {
 		errs = append(errs, fmt.Errorf("-wait %s: must not be negative", o.Wait))
+	}
+	if o.Tx && o.Stack != "" {
+		errs = append(errs, errors.New("-tx needs the local pipeline: a deployed stack runs its own handler"))
+	}
+	if o.Tx && o.Target != "" {
+		errs = append(errs, fmt.Errorf("-tx -target %s: no business handler runs, so it has no side effect to commit", o.Target))
 	}
 	if o.Stack != "" && o.Crash > 0 {
 		errs = append(errs, errors.New("-crash needs the local pipeline; a deployed stack runs its own handler"))

@@ -25,10 +25,20 @@ import (
 // atomic there.
 const dynamoPartitions = 2
 
-// partitioned routes each call on an item to the item's partition.
-type partitioned []dynamostore.AdminAPI
+// txAPI is the processor's DynamoDB client: the calls of the store's
+// administration, and with -tx TransactWriteItems, the transactional
+// store's completion. *dynamodb.Client is one.
+type txAPI interface {
+	dynamostore.AdminAPI
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
 
-var _ dynamostore.AdminAPI = partitioned(nil)
+var _ txAPI = (*dynamodb.Client)(nil)
+
+// partitioned routes each call on an item to the item's partition.
+type partitioned []txAPI
+
+var _ txAPI = partitioned(nil)
 
 func (p partitioned) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return p[partitionOf(in.Key, len(p))].UpdateItem(ctx, in, optFns...)
@@ -42,6 +52,36 @@ func (p partitioned) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInpu
 	return p[partitionOf(in.Key, len(p))].DeleteItem(ctx, in, optFns...)
 }
 
+// TransactWriteItems goes to the partition of the transaction's record: the
+// business table (-tx) is on every partition, so the business writes beside
+// the record commit on the record's server, in one transaction there.
+func (p partitioned) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return p[partitionOfTx(in.TransactItems, len(p))].TransactWriteItems(ctx, in, optFns...)
+}
+
+// partitionOfTx is the partition of the one item of items keyed by the
+// idempotency table's id: the record. A transaction without one (the
+// processor makes none) goes to the first.
+func partitionOfTx(items []ddbtypes.TransactWriteItem, n int) int {
+	for _, it := range items {
+		var key map[string]ddbtypes.AttributeValue
+		switch {
+		case it.Update != nil:
+			key = it.Update.Key
+		case it.ConditionCheck != nil:
+			key = it.ConditionCheck.Key
+		case it.Delete != nil:
+			key = it.Delete.Key
+		case it.Put != nil:
+			key = it.Put.Item
+		}
+		if recordID(key) != "" {
+			return partitionOf(key, n)
+		}
+	}
+	return 0
+}
+
 // errScanPartitioned: a scan of one partition would be a part of the table
 // that looks like all of it, and the processor never scans (only the CLI's
 // status --locks does, against one table).
@@ -51,26 +91,11 @@ func (p partitioned) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamod
 	return nil, errScanPartitioned
 }
 
-// atomicWrites is a moto_server client for the processor's store: its
-// conditional writes through motoserver.SerializeWrites, atomic per item as
-// DynamoDB's are (moto checks a condition and writes without a lock between
-// the two), its reads straight to the server.
-type atomicWrites struct {
-	motoserver.DynamoWriter
-	reads *dynamodb.Client
-}
-
-func serializeWrites(c *dynamodb.Client) dynamostore.AdminAPI {
-	return atomicWrites{DynamoWriter: motoserver.SerializeWrites(c), reads: c}
-}
-
-func (a atomicWrites) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return a.reads.GetItem(ctx, in, optFns...)
-}
-
-func (a atomicWrites) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return a.reads.Scan(ctx, in, optFns...)
-}
+// serializeWrites is a moto_server client for the processor's store: its
+// conditional writes and transactions atomic per item, as DynamoDB's are
+// (moto checks a condition and writes without a lock between the two), its
+// reads straight to the server.
+func serializeWrites(c *dynamodb.Client) txAPI { return motoserver.Atomic(c) }
 
 // partitionOf is the partition of the item with key (the table's id).
 func partitionOf(key map[string]ddbtypes.AttributeValue, n int) int {
@@ -158,7 +183,7 @@ func copyTable(ctx context.Context, from tableAPI, to tableCreator, table string
 // partition URL (or the stack's own server when there are none), each with
 // its conditional writes made atomic per item, and with -chaos behind a
 // fault proxy of its own. The table is copied to each partition first.
-func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (dynamostore.AdminAPI, func(), error) {
+func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls []string, opts Options, chaos *chaosLog) (txAPI, func(), error) {
 	if len(urls) == 0 {
 		cfg, closeProxy, err := pipelineConfig(awsCfg, aws.ToString(awsCfg.BaseEndpoint), opts, chaos, 1)
 		if err != nil {

@@ -231,11 +231,15 @@ func TestCompletionObserver(t *testing.T) {
 	}
 }
 
-// fakeDynamo accepts every write, or fails UpdateItem with updateErr, and
-// holds no item.
-type fakeDynamo struct{ updateErr error }
+// fakeDynamo accepts every write, or fails UpdateItem with updateErr and
+// TransactWriteItems with txErr, and holds no item.
+type fakeDynamo struct{ updateErr, txErr error }
 
-var _ dynamostore.API = (*fakeDynamo)(nil)
+var _ txAPI = (*fakeDynamo)(nil)
+
+func (f *fakeDynamo) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return &dynamodb.TransactWriteItemsOutput{}, f.txErr
+}
 
 func (f *fakeDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return &dynamodb.UpdateItemOutput{}, f.updateErr
@@ -272,6 +276,12 @@ func TestPartitionedRoutesEachItemToOnePartition(t *testing.T) {
 		_, _ = parts.UpdateItem(ctx, &dynamodb.UpdateItemInput{Key: key})
 		_, _ = parts.GetItem(ctx, &dynamodb.GetItemInput{Key: key})
 		_, _ = parts.DeleteItem(ctx, &dynamodb.DeleteItemInput{Key: key})
+		// -tx's commit: the business item first, keyed otherwise, then
+		// the record's update, whose partition the transaction must reach.
+		_, _ = parts.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+			{Put: &ddbtypes.Put{Item: effectItem(Entry{Key: id, Seq: i})}},
+			{Update: &ddbtypes.Update{Key: key}},
+		}})
 	}
 	seen := map[string]int{}
 	for i, c := range calls {
@@ -280,8 +290,8 @@ func TestPartitionedRoutesEachItemToOnePartition(t *testing.T) {
 		}
 		for id, ops := range c.ids {
 			seen[id]++
-			if !slices.Equal(ops, []string{"UpdateItem", "GetItem", "DeleteItem"}) {
-				t.Errorf("partition %d got %v for %s, want all three calls of the item", i, ops, id)
+			if !slices.Equal(ops, []string{"UpdateItem", "GetItem", "DeleteItem", "TransactWriteItems"}) {
+				t.Errorf("partition %d got %v for %s, want all four calls of the item", i, ops, id)
 			}
 		}
 	}
@@ -316,6 +326,15 @@ func (p *partitionCalls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 func (p *partitionCalls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	p.add("GetItem", in.Key)
 	return p.fakeDynamo.GetItem(ctx, in, o...)
+}
+
+func (p *partitionCalls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		if it.Update != nil {
+			p.add("TransactWriteItems", it.Update.Key)
+		}
+	}
+	return p.fakeDynamo.TransactWriteItems(ctx, in, o...)
 }
 
 func (p *partitionCalls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {

@@ -56,6 +56,9 @@ type Summary struct {
 	Invocations InvocationStats `json:"invocations"`
 	// Chaos is what -chaos injected.
 	Chaos *ChaosStats `json:"chaos,omitempty"`
+	// Transactional is set with -tx: SideEffects then counts the business
+	// table's items, committed with their completion.
+	Transactional *TxStats `json:"transactional,omitempty"`
 	// Headroom explains a failed run that shows signs of a machine slower
 	// than the demo's timings assume, and which flag gives more.
 	Headroom string `json:"headroom,omitempty"`
@@ -112,6 +115,19 @@ type SideEffects struct {
 	// the documented window, the rest are violations.
 	Multiple int `json:"multiple"`
 	InWindow int `json:"inWindow"`
+}
+
+// TxStats are -tx's side effects: the business table that holds those
+// committed (SideEffects counts its items) and those the handler staged.
+type TxStats struct {
+	Table string `json:"table"`
+	// Staged is every side effect the handler added to a transaction;
+	// Uncommitted those of them not in the table, CrashedUncommitted of
+	// which were staged by an invocation the demo crashed before its
+	// commit.
+	Staged             int `json:"staged"`
+	Uncommitted        int `json:"uncommitted"`
+	CrashedUncommitted int `json:"crashedUncommitted"`
 }
 
 // ReplayStats are the replayer's sends back to the main queue.
@@ -262,6 +278,16 @@ type Evaluation struct {
 	Ceiling func(n int) float64
 	Ledger  string
 	Logs    string
+	// Transactional is set with -tx: the side effects Summarize is given
+	// are then the business table's items.
+	Transactional *Transactional
+}
+
+// Transactional is -tx's evaluation: the business table, and the side
+// effects the handler staged (the ledger), committed or not.
+type Transactional struct {
+	Table  string
+	Staged []Entry
 }
 
 // newSummary fills what both modes report the same way: the workload, the
@@ -313,9 +339,20 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	s := newSummary(ev.Mode, ev.Seed, w, obs, ev.Timings)
 	s.Deliveries, s.DeadLettered = obs.Deliveries, obs.DeadLettered
 	s.Ledger, s.Logs = ev.Ledger, ev.Logs
-	s.observeRuntime(obs, ledger)
+	made := ledger
+	if tx := ev.Transactional; tx != nil {
+		// A crashed invocation's effect is staged, never committed: the
+		// ledger names the crashed invocations.
+		made = tx.Staged
+		s.Transactional = txStats(tx, ledger)
+	}
+	s.observeRuntime(obs, made)
+	from := "the ledger"
+	if ev.Transactional != nil {
+		from = "the business table " + ev.Transactional.Table
+	}
 	s.Checked = []string{
-		"side effects per key, from the ledger",
+		"side effects per key, from " + from,
 		"every message processed or at the operator queue once (lost: 0)",
 		"main queue and dead-letter queue drained",
 	}
@@ -393,6 +430,11 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 			} else {
 				missing = append(missing, k.ID)
 			}
+		case ev.Transactional != nil:
+			// Each effect commits with its key's completion, which only
+			// one holder can write: no window explains a second.
+			s.SideEffects.Multiple++
+			s.Violations = append(s.Violations, fmt.Sprintf("key %s: %d side effects committed in the business table, where the transaction allows one (seq %s)", k.ID, len(es), joinSeqs(es)))
 		default:
 			s.SideEffects.Multiple++
 			wk, problem := h.explain(k, es, ev.LockHold)
@@ -403,7 +445,7 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 			s.SideEffects.InWindow++
 			s.Window.Keys = append(s.Window.Keys, wk)
 		}
-		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID])...)
+		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID], ev.Transactional != nil)...)
 	}
 	if len(missing) > 0 {
 		s.Violations = append(s.Violations, fmt.Sprintf("%s %s no side effect, although their handler succeeds: %s", count(len(missing), "key"), verb(len(missing), "has", "have"), firstFew(missing)))
@@ -412,6 +454,32 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 		s.Violations = append(s.Violations, fmt.Sprintf("%s %s no side effect, although their handler succeeds: every copy ran out of retries and is at the operator queue (the template's retry budget should cover it): %s", count(len(exhausted), "key"), verb(len(exhausted), "has", "have"), firstFew(exhausted)))
 	}
 	sort.Slice(s.Window.Keys, func(i, j int) bool { return s.Window.Keys[i].Key < s.Window.Keys[j].Key })
+}
+
+// txStats counts the staged side effects that are not in the table.
+func txStats(tx *Transactional, committed []Entry) *TxStats {
+	in := map[int]bool{}
+	for _, e := range committed {
+		in[e.Seq] = true
+	}
+	st := &TxStats{Table: tx.Table, Staged: len(tx.Staged)}
+	for _, e := range tx.Staged {
+		if !in[e.Seq] {
+			st.Uncommitted++
+			if e.Crash {
+				st.CrashedUncommitted++
+			}
+		}
+	}
+	return st
+}
+
+func joinSeqs(es []Entry) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = strconv.Itoa(e.Seq)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkSends accounts for every send: deleted by the processor once its
@@ -635,7 +703,7 @@ func (s *Summary) finish() {
 }
 
 // expectation compares a key's outcome with what its kind was built to show.
-func expectation(k Key, es []Entry, ops []Arrival) []string {
+func expectation(k Key, es []Entry, ops []Arrival, tx bool) []string {
 	var out []string
 	only := func(reason string) bool {
 		return len(ops) > 0 && !slices.ContainsFunc(ops, func(a Arrival) bool { return a.Reason != reason })
@@ -653,7 +721,9 @@ func expectation(k Key, es []Entry, ops []Arrival) []string {
 		if len(ops) > 0 {
 			out = append(out, fmt.Sprintf("%s key %s reached the operator queue (%s) although its handler succeeds", k.Kind, k.ID, reasonOrUnknown(ops[0].Reason)))
 		}
-		if k.Crash && len(es) < 2 {
+		// With -tx the crash comes before the commit, so one effect is
+		// what a crash key shows (fewer or more is a violation already).
+		if k.Crash && len(es) < 2 && !tx {
 			out = append(out, fmt.Sprintf("key %s was made to crash after its side effect but has %s", k.ID, count(len(es), "side effect")))
 		}
 	}
@@ -772,7 +842,10 @@ func (s Summary) renderHandlerKeys(p printer) {
 	p("  poison              %s whose handler always fails", count(wl.Poison, "key"))
 	p("  transient           %s that %s a few times, then %s", count(wl.Transient, "key"), verb(wl.Transient, "fails", "fail"), verb(wl.Transient, "succeeds", "succeed"))
 	p("  permanent           %s the handler rejects as permanently invalid", count(wl.Permanent, "key"))
-	if wl.Crash > 0 {
+	switch {
+	case wl.Crash > 0 && s.Transactional != nil:
+		p("  crash               %s whose invocation hangs after staging the side effect, before its commit, until the function timeout", count(wl.Crash, "key"))
+	case wl.Crash > 0:
 		p("  crash               %s whose invocation hangs after the side effect, until the function timeout", count(wl.Crash, "key"))
 	}
 }
@@ -786,7 +859,12 @@ func (s Summary) renderOutcomes(p printer) {
 		p("completed keys        %s COMPLETED", count(s.Processed, "idempotency record"))
 	default:
 		se := s.SideEffects
-		p("side effects          %d in the ledger %s", se.Total, s.Ledger)
+		if tx := s.Transactional; tx != nil {
+			p("side effects          %d committed in the business table %s, each in one transaction with its key's completion (-tx)", se.Total, tx.Table)
+			p("  staged              %d by the handler (ledger %s); %d never committed, %d of them by an invocation the demo crashed before its commit", tx.Staged, s.Ledger, tx.Uncommitted, tx.CrashedUncommitted)
+		} else {
+			p("side effects          %d in the ledger %s", se.Total, s.Ledger)
+		}
 		p("  exactly once        %s", count(se.ExactlyOnce, "key"))
 		none := count(se.None, "poison and permanent key")
 		if se.None == 1 {
@@ -796,7 +874,11 @@ func (s Summary) renderOutcomes(p printer) {
 		if se.Exhausted > 0 {
 			p("  retries ran out     %s never ran: every copy is at the operator queue (-max-receive-count/-max-attempts)", count(se.Exhausted, "processable key"))
 		}
-		p("  more than once      %s: %d inside the duplicate window, %d outside  [%s]", count(se.Multiple, "key"), se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
+		if s.Transactional != nil {
+			p("  more than once      %s  [%s]", count(se.Multiple, "key"), mark(se.Multiple == 0))
+		} else {
+			p("  more than once      %s: %d inside the duplicate window, %d outside  [%s]", count(se.Multiple, "key"), se.InWindow, se.Multiple-se.InWindow, mark(se.Multiple == se.InWindow))
+		}
 		s.renderRuntime(p)
 		p("dead-lettered         %s reached the dead-letter queue", count(s.DeadLettered, "message"))
 		s.renderHealthyDeadLettered(p)

@@ -6,8 +6,8 @@
 //
 // What it installs: the Python tools (moto_server, cfn-lint, the SAM
 // translator, the AWS CLI), with pip into .venv from requirements-dev.txt, which the
-// Makefile puts first on PATH; spin, gcc, tmux and redis-server (the Redis
-// store's tests) with apt-get when it runs as root (otherwise the message
+// Makefile puts first on PATH; spin, gcc, tmux, redis-server (the Redis
+// store's tests) and PostgreSQL 15 (the PostgreSQL store's) with apt-get when it runs as root (otherwise the message
 // gives the sudo line); dynalite, at the
 // Makefile's version, with npm into .tools. Node.js itself is the user's to
 // install: distributions package versions too old for dynalite.
@@ -33,6 +33,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
 
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "print what would be installed and what to run, install nothing; exit status 1 when anything is missing")
 	pip := fs.Bool("pip", true, "install missing Python tools with pip into .venv; false: report them with the command (CI, whose image has them)")
 	dynalite := fs.String("dynalite", "", "the dynalite version make test installs into .tools (the Makefile's DYNALITE_VERSION)")
+	pgBin := fs.String("pgbin", pgserver.DebianBinDir, "where PostgreSQL's postgres is, besides PATH")
 	rootFlag := fs.String("root", "", "the repository's root (default: the nearest directory above the working directory whose go.mod is the product module's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -85,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pins := Pins{Requirements: Requirements, Python: python, Dynalite: *dynalite}
 	opts := Options{Pip: *pip}
 
-	plan, err := planFor(ctx, g, root, pins, opts)
+	plan, err := planFor(ctx, g, root, *pgBin, pins, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "setup:", err)
 		return 1
@@ -117,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(plan.Steps) > 0 {
 		// Check what the steps did: an install that succeeded and left a
 		// tool missing (a PATH the Makefile does not set) is named, once.
-		after, err := planFor(ctx, g, root, pins, opts)
+		after, err := planFor(ctx, g, root, *pgBin, pins, opts)
 		if err != nil {
 			fmt.Fprintln(stderr, "setup:", err)
 			return 1
@@ -134,8 +136,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func planFor(ctx context.Context, g Goal, root string, pins Pins, opts Options) (Plan, error) {
-	facts, err := probe(ctx, root, os.Getenv("PATH"))
+func planFor(ctx context.Context, g Goal, root, pgBin string, pins Pins, opts Options) (Plan, error) {
+	facts, err := probe(ctx, root, os.Getenv("PATH"), pgBin)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -9,12 +9,12 @@ import (
 )
 
 // everyTool is what `make test` needs on PATH, as the probe names them.
-var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "node", "npm", "apt-get"}
+var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm", "apt-get"}
 
 func runSetup(t *testing.T, m *machine, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0"}, args...), &out, &errOut)
+	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-pgbin", m.root}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -50,7 +50,7 @@ func TestDryRunWithMotoServerHidden(t *testing.T) {
 // The run itself: the venv and pip (fakes here), dynalite with npm, then a
 // second look that finds everything, and exit 0.
 func TestRunInstallsWhatIsMissing(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "node", "npm")
+	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -81,7 +81,7 @@ func TestRunInstallsWhatIsMissing(t *testing.T) {
 // What only the user can install is said once, after what setup did, and
 // fails the make target.
 func TestRunLeavesTheRestToTheUserInOneMessage(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "apt-get")
+	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "apt-get")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	want := "setup (make test): missing what only you can install; do this, then run make test again:\n" +
 		"  node and npm (then make test installs dynalite 4.0.0): " + NodeHint + "\n"

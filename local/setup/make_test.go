@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
+	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 )
 
 // The integration tier needs every tool, so on a machine that runs it
@@ -21,7 +22,7 @@ func TestSetupFindsEverythingWhereTheIntegrationTierRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := probe(t.Context(), root, os.Getenv("PATH"))
+	f, err := probe(t.Context(), root, os.Getenv("PATH"), pgserver.DebianBinDir)
 	if err != nil {
 		t.Fatal(err)
 	}

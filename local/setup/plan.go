@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 )
 
 // Goal is the make target the machine is set up for: each needs its own
@@ -17,7 +19,8 @@ const (
 	Demo Goal = "demo"
 	// Test is `make test`: the Python tools, spin and gcc (the lock
 	// protocol's model), tmux (the CLI's terminal tests), redis-server (the
-	// Redis store's tests), Node.js and the pinned dynalite.
+	// Redis store's tests), PostgreSQL (the PostgreSQL store's tests),
+	// Node.js and the pinned dynalite.
 	Test Goal = "test"
 )
 
@@ -173,6 +176,9 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 			if !f.Commands[tool] {
 				addApt(tool, tool)
 			}
+		}
+		if !f.Commands["postgres"] {
+			addApt("postgres", pgserver.Package)
 		}
 	}
 

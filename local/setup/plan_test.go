@@ -92,7 +92,7 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 		}
 	}
 	// The demo needs none of what only the tests use.
-	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "node", "npm")
+	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm")
 	f.Python.Packages = map[string]string{"aws-sam-translator": "1.110.0", "pyyaml": "6.0.3"}
 	f.Dynalite = ""
 	if p := NewPlan(Demo, f, testPins, pip); !p.Empty() {
@@ -102,7 +102,7 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 
 func TestFreshMachineAsRootInstallsEverything(t *testing.T) {
 	p := NewPlan(Test, fresh(true), testPins, pip)
-	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server"), venvCreate, pipInstall, npmInstall}
+	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server", "postgresql-15"), venvCreate, pipInstall, npmInstall}
 	if got := commands(p); !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
@@ -125,16 +125,16 @@ func TestFreshMachineAsUserGivesTheAptLine(t *testing.T) {
 	if got, want := commands(p), [][]string{venvCreate, pipInstall, npmInstall}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
-	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server"}; !reflect.DeepEqual(got, want) {
+	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("manual\n got %q\nwant %q", got, want)
 	}
 
 	noSudo := without(fresh(false), "sudo")
-	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server: as root: apt-get update && apt-get install -y spin gcc tmux redis-server" {
+	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres: as root: apt-get update && apt-get install -y spin gcc tmux redis-server postgresql-15" {
 		t.Errorf("without sudo: manual %q", got)
 	}
 	noApt := without(fresh(true), "apt-get")
-	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server: install spin gcc tmux redis-server with the system's package manager" {
+	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres: install spin gcc tmux redis-server postgresql-15 with the system's package manager" {
 		t.Errorf("without apt-get: manual %q", got)
 	}
 }
@@ -156,7 +156,7 @@ func TestPythonWithoutEnsurepip(t *testing.T) {
 		t.Errorf("as a user: commands\n got %q\nwant %q (the venv waits for python3-venv)", got, want)
 	}
 	got := manualLines(p)
-	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server" ||
+	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server postgresql-15" ||
 		!strings.HasSuffix(got[1], ": make test installs them once python3-venv is there") {
 		t.Errorf("as a user: manual %q", got)
 	}
@@ -245,7 +245,7 @@ func TestEachMissingToolIsNamedOnce(t *testing.T) {
 		var out bytes.Buffer
 		NewPlan(Test, f, testPins, pip).Render(&out, true)
 		lines := strings.Split(out.String(), "\n")
-		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "npm", "python3's venv"} {
+		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "postgres", "npm", "python3's venv"} {
 			n := 0
 			for _, l := range lines {
 				// Commands are indented deeper than what they install.
@@ -273,7 +273,7 @@ func TestRender(t *testing.T) {
   dynalite 4.0.0 (into .tools):
     npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@4.0.0
 setup (make test): missing what only you can install; do this, then run make test again:
-  spin, gcc, tmux, redis-server: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server
+  spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15
 `
 	if out.String() != want {
 		t.Errorf("dry run:\n%s\nwant:\n%s", out.String(), want)

@@ -12,7 +12,7 @@ import (
 func TestProbeFindsWhatPATHHas(t *testing.T) {
 	m := newMachine(t, fullPython(), "python3", "moto_server", "spin", "npm")
 	m.write(".tools/node_modules/dynalite/package.json", `{"name":"dynalite","version":"4.0.0"}`)
-	f, err := probe(t.Context(), m.root, os.Getenv("PATH"))
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestProbeLooksInTheVenvFirst(t *testing.T) {
 		}
 	}
 	m.write(filepath.Join(Venv, "bin", "moto_server"), "") // not executable: not a command
-	f, err := probe(t.Context(), m.root, os.Getenv("PATH"))
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestProbeLooksInTheVenvFirst(t *testing.T) {
 func TestProbeReportsAPythonThatDoesNotAnswer(t *testing.T) {
 	m := newMachine(t, nil, "python3")
 	t.Setenv(fakePythonEnv, "Traceback (most recent call last):")
-	_, err := probe(t.Context(), m.root, os.Getenv("PATH"))
+	_, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(m.bin, "python3")) {
 		t.Errorf("probe error = %v, want one naming %s", err, filepath.Join(m.bin, "python3"))
 	}
@@ -103,5 +103,25 @@ func TestReadPins(t *testing.T) {
 		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
 			t.Errorf("%q: error %v, want %q", content, err, wantErr)
 		}
+	}
+}
+
+// Debian's postgres is off PATH: probe finds it in the directory it is
+// given, and only there besides PATH.
+func TestProbeFindsPostgresOffPATH(t *testing.T) {
+	m := newMachine(t, nil)
+	m.write("pg/bin/postgres", "")
+	if err := os.Chmod(filepath.Join(m.root, "pg", "bin", "postgres"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), filepath.Join(m.root, "pg", "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.Commands, map[string]bool{"postgres": true}) {
+		t.Errorf("probe with postgres in the directory given found %v; want postgres", f.Commands)
+	}
+	if f, err := probe(t.Context(), m.root, os.Getenv("PATH"), ""); err != nil || f.Commands["postgres"] {
+		t.Errorf("probe without the directory found postgres (%v, %v); want it missing", f.Commands, err)
 	}
 }

@@ -5,6 +5,7 @@ of the demo's emulator CPU, and the demo's run time is that CPU.
 import collections
 import logging
 import os
+import threading
 import time
 
 
@@ -13,6 +14,7 @@ def apply():
     _sqs_retention()
     _dispatch_cache()
     _dynamodb_parse_cache()
+    _dynamodb_transaction_backup()
     _quiet_request_log()
 
 
@@ -98,6 +100,70 @@ def _dynamodb_parse_cache():
         return parsed[expression_str]
 
     UpdateExpressionParser.make = classmethod(make_update_expression)
+
+
+def _dynamodb_transaction_backup():
+    """TransactWriteItems deep-copied every table it writes, all of its
+    items, to put the copy back if one of its writes failed: a cost that
+    grows with the table (the demo's -tx ran three times slower, its
+    invocations near their timeout), and a rollback that put back the whole
+    table undid the writes other requests had made to it meanwhile. It now
+    copies the items it writes, and a rollback puts back only those."""
+    from moto.dynamodb import models
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    real_copy = models.copy
+    tx = threading.local()
+
+    class _Copy:
+        """models' copy module: within transact_write_items a table is not
+        copied (its items are, below); every other copy as before."""
+
+        def __getattr__(self, name):
+            return getattr(real_copy, name)
+
+        @staticmethod
+        def deepcopy(x, memo=None):
+            if getattr(tx, "active", False) and isinstance(x, Table):
+                return x
+            return real_copy.deepcopy(x, memo)
+
+    models.copy = _Copy()
+    transact = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self, transact_items):
+        backup = []
+        for item in transact_items:
+            try:
+                op_type, op = next(iter(item.items()))
+                table = self.get_table(op["TableName"])
+                if op_type == "Put":
+                    attrs = op["Item"]
+                    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                    if table.range_key_attr is not None:
+                        key[table.range_key_attr] = attrs[table.range_key_attr]
+                else:
+                    key = op["Key"]
+                current = self.get_item(table.name, key)
+            except Exception:
+                # moto refuses this write itself, before or without applying it.
+                continue
+            backup.append((table.name, key, None if current is None else current.to_json()["Attributes"]))
+        tx.active = True
+        try:
+            return transact(self, transact_items)
+        except Exception:
+            for name, key, attrs in reversed(backup):
+                if attrs is not None:
+                    self.put_item(name, attrs)
+                elif self.get_item(name, key) is not None:
+                    self.delete_item(name, key)
+            raise
+        finally:
+            tx.active = False
+
+    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 # _CACHE_MAX bounds each parse cache: a server that sees ever new texts

@@ -14,7 +14,7 @@ from moto import backends
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs import models
 
-cost = {"queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0}
+cost = {"table_copies": 0, "queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0}
 answers = {}
 
 
@@ -84,6 +84,57 @@ for old, new in [("-", "a"), ("a", "b"), ("a", "c")]:
 item = ddb.get_item("speed", {"k": {"S": "key"}})
 answers["ddb_outcomes"] = outcomes
 answers["ddb_item"] = {"v": item.attrs["v"].value, "n": item.attrs["n"].value}
+
+# DynamoDB transactions: one that commits, one whose last write's condition
+# fails, so that the writes before it are rolled back. The answers are the
+# items after each; the cost the copies of a whole table made for them.
+import copy
+from moto.dynamodb.exceptions import TransactionCanceledException
+from moto.dynamodb.models.table import Table
+
+deepcopy = copy.deepcopy
+
+
+def counting_deepcopy(x, memo=None):
+    if isinstance(x, Table):
+        cost["table_copies"] += 1
+    return deepcopy(x, memo)
+
+
+# The lexing and parse counts are the section above's: the transactions'
+# own texts are left out of them.
+parses = {k: cost[k] for k in ("condition_lexes", "update_tokenizations")}
+cost["table_copies"] = 0
+copy.deepcopy = counting_deepcopy
+for i in range(50):
+    ddb.put_item("speed", {"k": {"S": "ballast-%d" % i}})
+
+
+def transact(new, value, old):
+    try:
+        ddb.transact_write_items([
+            {"Put": {"TableName": "speed", "Item": {"k": {"S": new}}}},
+            {"Update": {"TableName": "speed", "Key": {"k": {"S": "key"}}, "UpdateExpression": "SET #v = :v",
+                        "ExpressionAttributeNames": {"#v": "v"}, "ExpressionAttributeValues": {":v": {"S": value}}}},
+            {"ConditionCheck": {"TableName": "speed", "Key": {"k": {"S": "ballast-0"}}, "ConditionExpression": "attribute_not_exists(#k) OR #k = :k",
+                                "ExpressionAttributeNames": {"#k": "k"}, "ExpressionAttributeValues": {":k": {"S": old}}}},
+        ])
+        return "ok"
+    except TransactionCanceledException:
+        return "canceled"
+
+
+def state():
+    return {k: (None if ddb.get_item("speed", {"k": {"S": k}}) is None else ddb.get_item("speed", {"k": {"S": k}}).to_json()["Attributes"])
+            for k in ["key", "tx-1", "tx-2", "ballast-0"]}
+
+
+answers["tx_committed"] = transact("tx-1", "committed", "ballast-0")
+answers["tx_after_commit"] = state()
+answers["tx_rolled_back"] = transact("tx-2", "rolled back", "not-this")
+answers["tx_after_rollback"] = state()
+copy.deepcopy = deepcopy
+cost.update(parses)
 
 # The dispatcher: the same backend for each host, however often asked.
 app = DomainDispatcherApplication(create_app=None)

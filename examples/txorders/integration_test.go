@@ -1,0 +1,396 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The program, built as a user builds theirs, run as a subprocess against
+// moto_server and PostgreSQL: killed with SIGKILL after its handler
+// returned and before its commit was answered, and paused (SIGSTOP) past
+// its lock while a second run takes the order over. The next run must leave
+// exactly one order row. The same runs with -plain (the row written outside
+// the transaction) leave two: the difference the transaction makes.
+
+// program is the program binary, built once by TestMain.
+var program string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "txorders-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	program = filepath.Join(dir, "txorders")
+	build := exec.Command("go", "build", "-o", program, ".")
+	build.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	// lockTimeout is the runs' lock: short, so that a retry takes over a
+	// dead or paused holder's order within seconds.
+	lockTimeout = "2s"
+	// retryWait is how long a retry waits for that (-wait): it goes on as
+	// soon as the lock has expired, and fails the test if it never does.
+	retryWait = "60s"
+	// runLimit bounds every run of the program.
+	runLimit = 2 * time.Minute
+)
+
+// target is one server the program runs against, directly or through a
+// proxy.
+type target struct {
+	// env and args point the program at the server at addr (a URL for
+	// DynamoDB, host:port for PostgreSQL).
+	env  func(addr string) []string
+	args func(addr string) []string
+	addr string
+	// proxy starts a commitProxy in front of addr: the commit held, or
+	// applied and its answer lost; plain picks the plain store's
+	// completion as the commit.
+	proxy func(t *testing.T, plain, lose bool) *commitProxy
+}
+
+func dynamoTarget(t *testing.T) target {
+	url := startMoto(t)
+	awsEnv := func(endpoint string) []string {
+		dir := t.TempDir()
+		return []string{
+			"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
+			"AWS_EC2_METADATA_DISABLED=true", "AWS_ENDPOINT_URL=" + endpoint,
+			"AWS_CONFIG_FILE=" + filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "none"),
+		}
+	}
+	return target{
+		addr: url, env: awsEnv,
+		args: func(string) []string { return []string{"-store", "dynamodb"} },
+		proxy: func(t *testing.T, plain, lose bool) *commitProxy {
+			trigger := dynamoTrigger(transactWrite)
+			if plain {
+				trigger = completionUpdate
+			}
+			return startDynamoProxy(t, url, trigger, lose)
+		},
+	}
+}
+
+func postgresTarget(t *testing.T) target {
+	dsn := startPostgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target{
+		addr: u.Host,
+		env:  func(string) []string { return nil },
+		args: func(addr string) []string {
+			v := *u
+			v.Host = addr
+			return []string{"-store", "postgres", "-database", v.String()}
+		},
+		proxy: func(t *testing.T, plain, lose bool) *commitProxy {
+			trigger := pgTrigger(commitStatement)
+			if plain {
+				trigger = completionStatement
+			}
+			return startPostgresProxy(t, u.Host, trigger, lose)
+		},
+	}
+}
+
+func TestExactlyOneOrderRow(t *testing.T) {
+	t.Parallel()
+	for _, store := range []struct {
+		name  string
+		start func(*testing.T) target
+	}{{"dynamodb", dynamoTarget}, {"postgres", postgresTarget}} {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			tg := store.start(t)
+			if code, out := runToEnd(t, tg, tg.addr, "-setup"); code != exitOK {
+				t.Fatalf("-setup: exit %d\n%s", code, out)
+			}
+			for _, c := range []struct {
+				name        string
+				plain, lose bool
+				want        int
+			}{
+				{"killed before its commit applied", false, false, 1},
+				{"killed after its commit applied, the answer lost", false, true, 1},
+				{"plain, killed before its completion applied", true, false, 2},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					order := orderID(t)
+					killedAtCommit(t, tg, order, c.plain, c.lose)
+					if n := rows(t, tg, order); n != c.want {
+						t.Errorf("%d order rows after the retry, want %d", n, c.want)
+					}
+				})
+			}
+			for _, c := range []struct {
+				name  string
+				plain bool
+				want  int
+			}{
+				{"paused past its lock", false, 1},
+				{"plain, paused past its lock", true, 2},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					order := orderID(t)
+					pausedPastLock(t, tg, order, c.plain)
+					if n := rows(t, tg, order); n != c.want {
+						t.Errorf("%d order rows, want %d", n, c.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// killedAtCommit runs the program through a proxy that acts on its commit
+// (held, or applied with its answer lost), kills it there with SIGKILL,
+// then runs the retry, which must succeed: it writes the row, or finds
+// the order recorded.
+func killedAtCommit(t *testing.T, tg target, order string, plain, lose bool) {
+	t.Helper()
+	proxy := tg.proxy(t, plain, lose)
+	args := []string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout}
+	if plain {
+		args = append(args, "-plain")
+	}
+	first := startRun(t, tg, proxy.addr, args...)
+	select {
+	case <-proxy.hit:
+	case <-first.done:
+		t.Fatalf("the first run ended before its commit reached the proxy: exit %d\n%s", first.code, first.output())
+	case <-time.After(runLimit):
+		t.Fatalf("no commit reached the proxy within %s\n%s", runLimit, first.output())
+	}
+	first.kill(t)
+	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-wait", retryWait, flagIf(plain, "-plain"))
+	if code != exitOK {
+		t.Fatalf("the retry: exit %d, want %d\n%s", code, exitOK, out)
+	}
+	t.Logf("the retry: %s", firstLine(out))
+}
+
+// pausedPastLock runs a holder that writes its row and waits (-hold),
+// stops it with SIGSTOP, runs a second holder, which waits for the paused
+// one's lock to expire and takes the order over, then lets the first go
+// on: its lock is lost. In the transaction, that is its commit refused, and
+// its exit says so; with -plain its row is written already, and sqsonce
+// reports its completion unrecorded (logged) as Do's nil.
+func pausedPastLock(t *testing.T, tg target, order string, plain bool) {
+	t.Helper()
+	args := []string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-hold", flagIf(plain, "-plain")}
+	first := startRun(t, tg, tg.addr, args...)
+	first.waitLine(t, "holding")
+	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-wait", retryWait, flagIf(plain, "-plain"))
+	if code != exitOK || !strings.Contains(out, "recorded by run") {
+		t.Fatalf("the second holder: exit %d, want %d and the order recorded\n%s", code, exitOK, out)
+	}
+	if _, err := io.WriteString(first.stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	want := exitLockLost
+	if plain {
+		want = exitOK
+	}
+	if code := first.wait(t); code != want {
+		t.Errorf("the paused holder: exit %d, want %d\n%s", code, want, first.output())
+	}
+}
+
+func flagIf(set bool, flag string) string {
+	if set {
+		return flag
+	}
+	return ""
+}
+
+func orderID(t *testing.T) string {
+	return fmt.Sprintf("A-%d-%s", time.Now().UnixNano(), strings.NewReplacer("/", "-", " ", "-", ",", "").Replace(t.Name()))
+}
+
+// rows is the number of order's rows, as the program counts them.
+func rows(t *testing.T, tg target, order string) int {
+	t.Helper()
+	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-count")
+	n, err := strconv.Atoi(strings.TrimSpace(firstLine(out)))
+	if code != exitOK || err != nil {
+		t.Fatalf("-count: exit %d, %v\n%s", code, err, out)
+	}
+	return n
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// progRun is one run of the program.
+type progRun struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	done  chan struct{}
+	code  int
+
+	mu  sync.Mutex
+	out bytes.Buffer // stdout and stderr
+}
+
+// startRun starts the program against addr with args ("" left out).
+func startRun(t *testing.T, tg target, addr string, args ...string) *progRun {
+	t.Helper()
+	all := tg.args(addr)
+	for _, a := range args {
+		if a != "" {
+			all = append(all, a)
+		}
+	}
+	cmd := exec.Command(program, all...)
+	cmd.Env = append(environ(), tg.env(addr)...)
+	r := &progRun{cmd: cmd, lines: make(chan string, 100), done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = writerFunc(r.write)
+	if r.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			_, _ = r.write([]byte(sc.Text() + "\n"))
+			select {
+			case r.lines <- sc.Text():
+			default:
+			}
+		}
+		err := cmd.Wait()
+		r.code = cmd.ProcessState.ExitCode()
+		if err != nil && r.code == 0 {
+			r.code = -1
+		}
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// environ is the test's environment without AWS settings and without
+// DATABASE_URL: the program gets only those its target gives it.
+func environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (r *progRun) write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.Write(b)
+}
+
+func (r *progRun) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// wait returns the exit status, within runLimit.
+func (r *progRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.code
+	case <-time.After(runLimit):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		t.Fatalf("the program did not end within %s\n%s", runLimit, r.output())
+		return 0
+	}
+}
+
+// kill ends the run with SIGKILL: nothing of it runs on.
+func (r *progRun) kill(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-r.done
+}
+
+// waitLine waits for a line of stdout.
+func (r *progRun) waitLine(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(runLimit)
+	for {
+		select {
+		case line := <-r.lines:
+			if line == want {
+				return
+			}
+		case <-r.done:
+			t.Fatalf("the program ended (exit %d) before printing %q\n%s", r.code, want, r.output())
+		case <-deadline:
+			t.Fatalf("no %q within %s\n%s", want, runLimit, r.output())
+		}
+	}
+}
+
+// runToEnd runs the program and returns its exit status and output.
+func runToEnd(t *testing.T, tg target, addr string, args ...string) (int, string) {
+	t.Helper()
+	r := startRun(t, tg, addr, args...)
+	code := r.wait(t)
+	return code, r.output()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

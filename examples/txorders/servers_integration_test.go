@@ -1,0 +1,175 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The servers the integration tests run the program against, started
+// here with os/exec: the repository's own launchers are internal to its
+// module, and this example is a module of its own, as a user's program is.
+
+// serverStart bounds a server's start, polled until it answers.
+const serverStart = 60 * time.Second
+
+// freePort is a loopback port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startMoto starts moto_server on a free loopback port, stopped when the
+// test ends, and returns its URL.
+func startMoto(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		t.Fatal("moto_server is not on PATH: `make setup` installs it (pip install 'moto[server]')")
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start moto_server: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	poll(t, "moto_server", exited, func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/moto-api/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+	return url
+}
+
+// startPostgres initialises a database cluster in a temporary directory and
+// starts postgres on a free loopback port, stopped when the test ends; it
+// returns the connection string. initdb and postgres refuse to run as
+// root: as root they run as the postgres user.
+func startPostgres(t *testing.T) string {
+	t.Helper()
+	bin := postgresBin(t)
+	dir, err := os.MkdirTemp("", "txorders-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root, and no postgres user to run PostgreSQL as (initdb refuses root): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.Dir = dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "logging_collector=off")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start postgres: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// SIGINT is postgres's fast shutdown: its sessions end, it exits.
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	poll(t, "postgres", exited, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		return conn.Close(ctx)
+	})
+	return dsn
+}
+
+// postgresBin is the directory of initdb and postgres: initdb's on PATH (a
+// link resolved), or Debian's /usr/lib/postgresql/<version>/bin.
+func postgresBin(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		return filepath.Dir(p)
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(dirs) == 0 {
+		t.Fatal("PostgreSQL's initdb is neither on PATH nor in /usr/lib/postgresql/*/bin: `make setup` installs it (apt-get install postgresql-15)")
+	}
+	slices.Sort(dirs)
+	return filepath.Dir(dirs[len(dirs)-1])
+}
+
+// poll calls ready until it succeeds, the server exits, or serverStart
+// passes.
+func poll(t *testing.T, name string, exited <-chan error, ready func(context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(serverStart)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := ready(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case werr := <-exited:
+			t.Fatalf("%s exited before it answered: %v", name, errors.Join(werr, err))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer within %s: %v", name, serverStart, err)
+		}
+	}
+}

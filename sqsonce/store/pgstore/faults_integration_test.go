@@ -1,0 +1,121 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sqs-once/sqs-once/internal/local/pgserver"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
+)
+
+// faultStore is a store whose pool goes through a proxy of its own, on a
+// table shared by the fault tests, with the effects read directly.
+func faultStore(t *testing.T) (*pgstore.Store, *pgserver.Proxy, effects) {
+	t.Helper()
+	direct := newPool(t, "")
+	newTable(t, direct, "faults")
+	proxy := pgserver.NewProxy(t, server)
+	return pgstore.New(newPool(t, proxy.DSN), "faults"), proxy, newEffects(t, direct)
+}
+
+func acquire(t *testing.T, s store.Store, id, owner string, now time.Time) store.Lease {
+	t.Helper()
+	lease, err := s.Acquire(t.Context(), store.AcquireRequest{ID: id, Owner: owner, Now: now, LockUntil: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatalf("Acquire %s: %v", id, err)
+	}
+	return lease
+}
+
+func count(t *testing.T, e effects, name string) int {
+	t.Helper()
+	n, err := e.Count(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLostCommitAnswerIsRecognised: the COMMIT reaches the server, which
+// commits, and the connection drops before its answer: Commit reads the
+// record, finds its own completion and returns nil; the effect is there
+// once, and a repeat of Commit applies nothing more.
+func TestLostCommitAnswerIsRecognised(t *testing.T) {
+	s, proxy, e := faultStore(t)
+	now := time.Now().Truncate(time.Millisecond)
+	id, name := "faults#lost-"+t.Name(), "lost-"+now.String()
+	lease := acquire(t, s, id, "owner-a", now)
+	tx := s.Begin(lease)
+	if err := e.Add(t.Context(), tx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Arm(pgserver.LoseCommitAnswer)
+	if err := tx.Commit(t.Context(), now.Add(time.Hour), []byte("r")); err != nil {
+		t.Fatalf("Commit whose answer was lost returned %v; want nil (the record shows the commit applied)", err)
+	}
+	if proxy.Applied() != 1 {
+		t.Fatalf("the proxy lost %d COMMIT answers; want 1: the test proves nothing", proxy.Applied())
+	}
+	if n := count(t, e, name); n != 1 {
+		t.Errorf("after a commit whose answer was lost the effect is there %d times; want 1", n)
+	}
+	rec, err := s.Read(t.Context(), id)
+	if err != nil || rec.Status != store.StatusCompleted || rec.Fence != lease.Fence || string(rec.Result) != "r" {
+		t.Errorf("the record after the commit is %v (%v); want COMPLETED with fence %d and the result", rec, err, lease.Fence)
+	}
+	if err := tx.Commit(t.Context(), now.Add(time.Hour), []byte("r")); err != nil {
+		t.Errorf("a repeat of the recognised Commit returned %v; want nil", err)
+	}
+	if n := count(t, e, name); n != 1 {
+		t.Errorf("after a repeated Commit the effect is there %d times; want 1", n)
+	}
+}
+
+// TestDroppedBeforeCommitIsNotCommitted: the connection drops before the
+// COMMIT reaches the server: ErrNotCommitted, no effect, the lock still
+// the lease's; released and taken again, the work commits once.
+func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
+	s, proxy, e := faultStore(t)
+	now := time.Now().Truncate(time.Millisecond)
+	id, name := "faults#dropped-"+t.Name(), "dropped-"+now.String()
+	lease := acquire(t, s, id, "owner-a", now)
+	tx := s.Begin(lease)
+	if err := e.Add(t.Context(), tx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Arm(pgserver.DropBeforeCommit)
+	err := tx.Commit(t.Context(), now.Add(time.Hour), nil)
+	if !errors.Is(err, store.ErrNotCommitted) {
+		t.Fatalf("Commit whose connection dropped before COMMIT returned %v; want ErrNotCommitted", err)
+	}
+	if proxy.Applied() != 1 {
+		t.Fatalf("the proxy dropped %d COMMITs; want 1", proxy.Applied())
+	}
+	if n := count(t, e, name); n != 0 {
+		t.Errorf("the effect of a transaction never committed is there %d times; want 0", n)
+	}
+	if rec, err := s.Read(t.Context(), id); err != nil || rec.Status != store.StatusProcessing || rec.Owner != lease.Owner {
+		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
+	}
+	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); !errors.Is(err, store.ErrNotCommitted) {
+		t.Errorf("a repeat of the Commit returned %v; want ErrNotCommitted again", err)
+	}
+	if err := s.Release(t.Context(), lease, now); err != nil {
+		t.Fatal(err)
+	}
+	again := acquire(t, s, id, "owner-b", now.Add(time.Second))
+	tx2 := s.Begin(again)
+	if err := e.Add(t.Context(), tx2, name, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx2.Commit(t.Context(), now.Add(time.Hour), nil); err != nil {
+		t.Fatalf("the retry's Commit: %v", err)
+	}
+	if n := count(t, e, name); n != 1 {
+		t.Errorf("after the retry the effect is there %d times; want 1", n)
+	}
+}
