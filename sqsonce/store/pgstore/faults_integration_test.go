@@ -47,7 +47,8 @@ func count(t *testing.T, e effects, name string) int {
 func TestLostCommitAnswerIsRecognised(t *testing.T) {
 	s, proxy, e := faultStore(t)
 	now := time.Now().Truncate(time.Millisecond)
-	id, name := "faults#lost-"+t.Name(), "lost-"+now.String()
+	name := "lost-" + now.String()
+	id := "faults#" + name
 	lease := acquire(t, s, id, "owner-a", now)
 	tx := s.Begin(lease)
 	if err := e.Add(t.Context(), tx, name, false); err != nil {
@@ -81,7 +82,8 @@ func TestLostCommitAnswerIsRecognised(t *testing.T) {
 func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 	s, proxy, e := faultStore(t)
 	now := time.Now().Truncate(time.Millisecond)
-	id, name := "faults#dropped-"+t.Name(), "dropped-"+now.String()
+	name := "dropped-" + now.String()
+	id := "faults#" + name
 	lease := acquire(t, s, id, "owner-a", now)
 	tx := s.Begin(lease)
 	if err := e.Add(t.Context(), tx, name, false); err != nil {
