@@ -17,8 +17,10 @@
 // nil, sqsonce completes the record in that transaction (an UPDATE
 // conditioned on the lease's owner and fence, which must touch one row)
 // and commits it: the work's writes and the completion commit together or
-// not at all, in the same statements as a plain completion (the UPDATE
-// and the COMMIT on the transaction's connection). A holder whose lock was
+// not at all. Its cost is the transaction's: a BEGIN when the work first
+// calls Tx, then the completion's UPDATE and the COMMIT on the
+// transaction's connection, where a plain completion is one statement on
+// the pool; the Acquire before is the same. A holder whose lock was
 // taken over commits nothing; a COMMIT whose answer was lost is settled by
 // reading the record. A work that never calls Tx costs and holds nothing
 // more.
