@@ -1,6 +1,9 @@
 package storetest_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
@@ -21,4 +24,52 @@ func ExampleTestStore() {
 		})
 	}
 	_ = TestMyStore
+}
+
+// A store.Transactor proves its transactions with TestTransactions and an
+// Effects of the store's own kind of write: here memstore's, whose
+// transaction keeps any value as a write (a store on a database increments
+// a counter row, with a conditional write for refused). Compiled, not run,
+// as ExampleTestStore; storetest's own TestMemoryTransactions runs it.
+func ExampleTestTransactions() {
+	// In mystore_test.go:
+	TestMyStoreTransactions := func(t *testing.T) {
+		storetest.TestTransactions(t, func(t *testing.T) (store.Transactor, storetest.Effects) {
+			s := memstore.New()
+			return s, counters{s}
+		})
+	}
+	_ = TestMyStoreTransactions
+}
+
+// counters is storetest.Effects on memstore: an increment is a write of
+// its own type, added to the memstore.Tx; a refused write is a
+// memstore.FailingCondition; Count counts the committed increments.
+type counters struct{ s *memstore.Store }
+
+type increment struct{ name string }
+
+func (c counters) Add(_ context.Context, tx store.Tx, name string, refused bool) error {
+	mtx, ok := tx.(*memstore.Tx)
+	if !ok {
+		return fmt.Errorf("transaction %T is no memstore.Tx", tx)
+	}
+	if refused {
+		mtx.Add(memstore.FailingCondition{Err: errors.New("refused: " + name)})
+	} else {
+		mtx.Add(increment{name})
+	}
+	return nil
+}
+
+func (c counters) Count(_ context.Context, name string) (int, error) {
+	n := 0
+	for _, writes := range c.s.Committed() {
+		for _, w := range writes {
+			if w == (increment{name}) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

@@ -83,6 +83,19 @@ var mutants = []mutation{
 	{"result-aliased", "Complete keeps the caller's slice, not a copy", []string{"Result"}},
 	{"refusal-without-result", "a refusal by a completion carries no result", []string{"Result"}},
 	{"takeover-keeps-result", "an acquisition after the window keeps the old result", []string{"Result"}},
+
+	// TestTransactions' rules.
+	{"empty-always", "a transaction is Empty whatever was added (the lock would complete without the writes)", []string{"EmptyUntilAdded"}},
+	{"effect-at-add", "a write is applied when added, outside the transaction", []string{"EffectIffCompletion", "UserConditionFails"}},
+	{"rollback-keeps-writes", "Rollback applies the writes it was to discard", []string{"EffectIffCompletion"}},
+	{"commit-keeps-lock-expiry", "Commit leaves the lock's expiry in the completed record", []string{"EffectIffCompletion"}},
+	{"commit-ignores-lost-lock", "a Commit whose record is no longer the lease's lock applies the writes, and answers ErrLockLost", []string{"LostLockCommitsNothing"}},
+	{"commit-without-fence", "Commit's record condition is owner and PROCESSING, not the fence", []string{"LostLockCommitsNothing"}},
+	{"commit-repeat-applies-again", "a repeat of an applied Commit applies the writes again", []string{"CommitRepeatRecognised"}},
+	{"commit-repeat-lost", "a repeat of an applied Commit is ErrLockLost", []string{"CommitRepeatRecognised"}},
+	{"effect-error-completes", "a transaction refused by a write's condition still completes the record", []string{"UserConditionFails"}},
+	{"commit-drops-result", "Commit stores no result", []string{"ResultAndWindow"}},
+	{"commit-window-rounded-up", "Commit keeps the window's end rounded up to the second", []string{"ResultAndWindow"}},
 }
 
 // TestMutantChild runs the suite on the mutant mutantEnv names; it is the
@@ -98,13 +111,18 @@ func TestMutantChild(t *testing.T) {
 		t.Fatalf("no mutant %q", name)
 	}
 	TestStore(t, func(t *testing.T) store.Store { return newMutant(name) })
+	TestTransactions(t, func(t *testing.T) (store.Transactor, Effects) {
+		m := newMutant(name)
+		return m, memEffects{m}
+	})
 }
 
 var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(\S+) \(`)
 
 func TestMutantsFailTheirRules(t *testing.T) {
 	// Every rule is shown to bite by some mutant.
-	for _, r := range rules {
+	all := slices.Concat(rules, txRules)
+	for _, r := range all {
 		if !slices.ContainsFunc(mutants, func(m mutation) bool {
 			return slices.Contains(m.rules, r.name)
 		}) {
@@ -113,8 +131,8 @@ func TestMutantsFailTheirRules(t *testing.T) {
 	}
 	for _, m := range mutants {
 		for _, name := range m.rules {
-			if !slices.ContainsFunc(rules, func(r rule) bool { return r.name == name }) {
-				t.Errorf("mutant %s names rule %q, which TestStore does not have", m.name, name)
+			if !slices.ContainsFunc(all, func(r rule) bool { return r.name == name }) {
+				t.Errorf("mutant %s names rule %q, which neither TestStore nor TestTransactions has", m.name, name)
 			}
 		}
 	}
@@ -172,6 +190,10 @@ type mutant struct {
 	// aliased is, per id, the caller's own slice that Complete kept as the
 	// result (result-aliased).
 	aliased map[string][]byte
+	// outside are the writes a transactional bug applied outside a
+	// transaction (effect-at-add, rollback-keeps-writes...), counted with
+	// the committed ones.
+	outside []any
 }
 
 func newMutant(name string) *mutant {
@@ -548,4 +570,174 @@ func (m *mutant) Locks(ctx context.Context, prefix string, progress func(scanned
 		return locks, err
 	}
 	return m.Store.Locks(m.ctx(ctx), prefix, progress)
+}
+
+// committed is the store's Committed, with the writes a bug applied
+// outside a transaction.
+func (m *mutant) committed() map[string][]any {
+	c := m.Store.Committed()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c["mutant: outside any transaction"] = append([]any(nil), m.outside...)
+	return c
+}
+
+// applyOutside applies writes as a store would outside a transaction: the
+// increments, not the conditions.
+func (m *mutant) applyOutside(writes ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range writes {
+		if _, cond := w.(memstore.FailingCondition); !cond {
+			m.outside = append(m.outside, w)
+		}
+	}
+}
+
+// mutantTx is the memory store's transaction with the mutant's bug.
+type mutantTx struct {
+	*memstore.Tx
+	m     *mutant
+	lease store.Lease
+
+	mu sync.Mutex
+	// writes are every write added, in order.
+	writes []any
+	// applied: a Commit returned nil.
+	applied bool
+}
+
+// Begin implements store.Transactor.
+func (m *mutant) Begin(lease store.Lease) store.Tx {
+	return &mutantTx{Tx: m.Store.Begin(lease).(*memstore.Tx), m: m, lease: lease}
+}
+
+func (t *mutantTx) added() []any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.writes)
+}
+
+func (t *mutantTx) Add(write any) {
+	t.mu.Lock()
+	t.writes = append(t.writes, write)
+	t.mu.Unlock()
+	if _, cond := write.(memstore.FailingCondition); !cond && t.m.name == "effect-at-add" {
+		t.m.applyOutside(write)
+		return
+	}
+	t.Tx.Add(write)
+}
+
+func (t *mutantTx) Empty() bool {
+	switch t.m.name {
+	case "empty-always":
+		return true
+	case "effect-at-add":
+		return len(t.added()) == 0
+	}
+	return t.Tx.Empty()
+}
+
+func (t *mutantTx) Commit(ctx context.Context, until time.Time, result []byte) error {
+	if err := t.m.cancelled(ctx); err != nil {
+		return err
+	}
+	rec, exists := t.m.raw(t.lease.ID)
+	t.mu.Lock()
+	repeat := t.applied
+	t.mu.Unlock()
+	switch t.m.name {
+	case "commit-ignores-lost-lock":
+		err := t.Tx.Commit(ctx, until, result)
+		if errors.Is(err, store.ErrLockLost) {
+			t.m.applyOutside(t.added()...)
+		}
+		return err
+	case "commit-without-fence":
+		if exists && rec.Status == store.StatusProcessing && rec.Owner == t.lease.Owner && rec.Fence != t.lease.Fence {
+			// Committed as if the lease had the record's fence.
+			lease := t.lease
+			lease.Fence = rec.Fence
+			other := t.m.Store.Begin(lease).(*memstore.Tx)
+			for _, w := range t.added() {
+				other.Add(w)
+			}
+			return other.Commit(ctx, until, result)
+		}
+	case "commit-repeat-applies-again":
+		if repeat {
+			t.m.applyOutside(t.added()...)
+		}
+	case "commit-repeat-lost":
+		if repeat {
+			return lockLost("commit")
+		}
+	case "effect-error-completes":
+		err := t.Tx.Commit(ctx, until, result)
+		var refused *store.EffectError
+		if errors.As(err, &refused) {
+			if cerr := t.m.Store.Complete(ctx, t.lease, until, result); cerr != nil {
+				return cerr
+			}
+		}
+		return err
+	case "commit-drops-result":
+		result = nil
+	}
+	if err := t.Tx.Commit(ctx, until, result); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.applied = true
+	t.mu.Unlock()
+	switch t.m.name {
+	case "commit-keeps-lock-expiry":
+		t.m.update(t.lease.ID, func(r *store.Record) { r.LockExpiresAt = t.lease.LockExpiresAt.Truncate(time.Millisecond) })
+	case "commit-window-rounded-up":
+		t.m.update(t.lease.ID, func(r *store.Record) { r.ExpiresAt = ttl(until) })
+	}
+	return nil
+}
+
+func (t *mutantTx) Rollback(ctx context.Context) error {
+	if t.m.name == "rollback-keeps-writes" {
+		t.m.applyOutside(t.added()...)
+	}
+	return t.Tx.Rollback(ctx)
+}
+
+// increment is the memory store's write of an Effects counter: one
+// increment of the named counter once committed.
+type increment struct{ name string }
+
+// memEffects is the mutants' Effects: ExampleTestTransactions' counters
+// on memstore, for a transaction that wraps a memstore.Tx (a mutantTx:
+// Add is memstore's, or the mutant's) and for the writes a bug applied
+// outside a transaction.
+type memEffects struct{ m *mutant }
+
+func (e memEffects) Add(_ context.Context, tx store.Tx, name string, refused bool) error {
+	adder, ok := tx.(interface{ Add(write any) })
+	if !ok {
+		return fmt.Errorf("transaction %T is no memstore.Tx", tx)
+	}
+	if refused {
+		adder.Add(memstore.FailingCondition{Err: errors.New("condition of " + name + " refused")})
+		return nil
+	}
+	adder.Add(increment{name})
+	return nil
+}
+
+func (e memEffects) Count(_ context.Context, name string) (int, error) {
+	n := 0
+	for _, writes := range e.m.committed() {
+		for _, w := range writes {
+			if w == (increment{name}) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

@@ -155,8 +155,8 @@ const (
 func ruleAcquireNew(c *conf) {
 	id, a := c.id("k"), c.owner("a")
 	// A lock's expiry below the millisecond is cut to it: the record keeps
-	// milliseconds.
-	lockUntil := c.at(time.Minute + 500*time.Microsecond)
+	// milliseconds (mid-second, so that one kept in seconds always shows).
+	lockUntil := c.midSecond(time.Minute).Add(500 * time.Microsecond)
 	lease, err := c.acquire(c.req(id, a, "hash-a", c.base, lockUntil))
 	if err != nil {
 		c.fatalf("Acquire on an id with no record failed: %v", err)
@@ -369,7 +369,7 @@ func ruleRenew(c *conf) {
 func ruleComplete(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "hash-a", c.base, c.at(lockFor)))
-	until := c.at(windowFor + 700*time.Millisecond)
+	until := c.midSecond(windowFor + time.Second)
 	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
 		c.fatalf("the owner's Complete of its live lock failed: %v", err)
 	}
@@ -827,6 +827,17 @@ func (c *conf) owner(name string) string { return "conf-" + name + "-" + c.tag }
 
 // at is the rule's base time plus d.
 func (c *conf) at(d time.Duration) time.Time { return c.base.Add(d) }
+
+// midSecond is the rule's base plus d, moved to the middle of its second:
+// a time that keeping it to the second (a window's until.Unix(), a lock's
+// expiry in whole seconds) always changes, whatever the base's
+// milliseconds, so that a store that rounds is always caught. It falls
+// up to half a second before base + d: a window's end is given a second
+// more (windowFor + time.Second), so that its whole second still falls at
+// least windowFor after the base, as TestStore promises a shared table.
+func (c *conf) midSecond(d time.Duration) time.Time {
+	return c.at(d).Truncate(time.Second).Add(500 * time.Millisecond)
+}
 
 func (c *conf) req(id, owner, hash string, now, lockUntil time.Time) store.AcquireRequest {
 	return store.AcquireRequest{ID: id, Owner: owner, PayloadHash: hash, Now: now, LockUntil: lockUntil}

@@ -20,3 +20,22 @@ func TestMemoryStoreShared(t *testing.T) {
 	shared := memstore.New()
 	storetest.TestStore(t, func(t *testing.T) store.Store { return shared })
 }
+
+// TestMemoryTransactions: the in-memory store passes the transactions'
+// conformance suite, a fresh store for each rule, with the Effects of
+// ExampleTestTransactions.
+func TestMemoryTransactions(t *testing.T) {
+	storetest.TestTransactions(t, func(t *testing.T) (store.Transactor, storetest.Effects) {
+		s := memstore.New()
+		return s, counters{s}
+	})
+}
+
+// TestMemoryTransactionsShared: the rules keep to ids and counters of
+// their own, so they pass on one store they all share.
+func TestMemoryTransactionsShared(t *testing.T) {
+	shared := memstore.New()
+	storetest.TestTransactions(t, func(t *testing.T) (store.Transactor, storetest.Effects) {
+		return shared, counters{shared}
+	})
+}

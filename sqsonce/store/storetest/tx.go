@@ -124,7 +124,7 @@ func ruleEffectIffCompletion(c *conf) {
 	c.add(tx, n1, false)
 	c.add(tx, n2, false)
 	c.wantCount(n1, 0, "an Add, before any Commit (a write applied then would not be the transaction's)")
-	until, result := c.at(windowFor+700*time.Millisecond), []byte(`{"order":"o-1"}`)
+	until, result := c.midSecond(windowFor+time.Second), []byte(`{"order":"o-1"}`)
 	if err := tx.Commit(c.ctx, until, result); err != nil {
 		c.fatalf("the Commit of owner a's transaction under its live lock failed: %v", err)
 	}
@@ -263,7 +263,7 @@ func ruleResultAndWindow(c *conf) {
 	c.add(tx, c.id("n"), false)
 	result := []byte(`{"order":"o-1","total":12.5}`)
 	sent := bytes.Clone(result)
-	until := c.at(windowFor + 300*time.Millisecond)
+	until := c.midSecond(windowFor + time.Second)
 	c.must(tx.Commit(c.ctx, until, result), "owner a's Commit with a result")
 	// The caller's buffer is its own again once Commit returns.
 	copy(result, "XXXXXXXXXXXX")
