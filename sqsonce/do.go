@@ -13,7 +13,13 @@ import (
 // returns nil when fn succeeded (its completion unrecorded is logged), fn's
 // error when it failed (the key released for a retry), or, fn not run, an
 // error matching ErrDuplicate, ErrInProgress (after Config.WaitInProgress),
-// ErrPayloadMismatch, ErrNoKey, ErrUnavailable or ErrMisconfigured.
+// ErrPayloadMismatch, ErrNoKey, ErrUnavailable or ErrMisconfigured. When fn
+// added writes to its transaction (store.Transactor), nil means they
+// committed with the completion; an error means none of them is applied
+// (ErrLockLost: another holder has the key; a *store.EffectError: a
+// condition of fn's own writes failed; ErrUnavailable: the commit failed,
+// or its answer was lost and the record settles it for the next call), and
+// a retry is safe.
 func (p *Processor) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	_, err := p.do(ctx, key, func(ctx context.Context) ([]byte, error) { return nil, fn(ctx) })
 	return err

@@ -17,4 +17,10 @@
 //
 // The function runs at most once per key within the dedupe window, but in
 // the cases docs/guarantees.md lists; docs/library.md shows the rest.
+//
+// Exactly-once effects: on a store that implements store.Transactor
+// (dynamostore.NewTransactional, pgstore), the writes the function adds to
+// its transaction (dynamostore.Add, pgstore.Tx) commit in one transaction
+// with the key's completion: both or neither, so a crash, a lost answer or
+// a lock taken over never applies them twice.
 package sqsonce

@@ -520,20 +520,12 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease store.Lease, lengt
 // side effect has happened, and every lost completion opens a duplicate
 // window. It returns the end of the window it wrote.
 func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte) (time.Time, error) {
-	for attempt := 1; ; attempt++ {
-		until := g.now().Add(g.window)
-		err := g.store.Complete(ctx, lease, until, result)
-		if err == nil || errors.Is(err, ErrLockLost) || attempt == completeAttempts {
-			return until, err
-		}
-		delay := completeDelay(attempt)
-		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
-			return until, err
-		}
-		if serr := g.sleep(ctx, delay); serr != nil {
-			return until, errors.Join(err, serr)
-		}
-	}
+	var until time.Time
+	err := g.retry(ctx, func() error {
+		until = g.now().Add(g.window)
+		return g.store.Complete(ctx, lease, until, result)
+	}, func(err error) bool { return errors.Is(err, ErrLockLost) })
+	return until, err
 }
 
 // commit is complete for a transaction: tx.Commit retried within ctx's
@@ -542,18 +534,28 @@ func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte)
 // first exactly.
 func (g *locker) commit(ctx context.Context, tx store.Tx, result []byte) (time.Time, error) {
 	until := g.now().Add(g.window)
-	var refused *store.EffectError
+	err := g.retry(ctx, func() error { return tx.Commit(ctx, until, result) }, func(err error) bool {
+		var refused *store.EffectError
+		return errors.Is(err, ErrLockLost) || errors.Is(err, store.ErrNotCommitted) || errors.As(err, &refused)
+	})
+	return until, err
+}
+
+// retry calls write up to completeAttempts times, pausing completeDelay
+// between attempts, until it succeeds, fails for good (final), or the next
+// pause would pass ctx's deadline.
+func (g *locker) retry(ctx context.Context, write func() error, final func(error) bool) error {
 	for attempt := 1; ; attempt++ {
-		err := tx.Commit(ctx, until, result)
-		if err == nil || errors.Is(err, ErrLockLost) || errors.Is(err, store.ErrNotCommitted) || errors.As(err, &refused) || attempt == completeAttempts {
-			return until, err
+		err := write()
+		if err == nil || final(err) || attempt == completeAttempts {
+			return err
 		}
 		delay := completeDelay(attempt)
 		if deadline, ok := ctx.Deadline(); ok && g.now().Add(delay).After(deadline) {
-			return until, err
+			return err
 		}
 		if serr := g.sleep(ctx, delay); serr != nil {
-			return until, errors.Join(err, serr)
+			return errors.Join(err, serr)
 		}
 	}
 }

@@ -65,6 +65,24 @@ type serialized struct {
 
 	mu      sync.Mutex
 	schemas map[string]tableSchema // by the TableName callers pass
+	// tables are the tables' locks, by canonical name: a write holds its
+	// table's shared, a TransactWriteItems each of its tables' exclusive.
+	tables map[string]*sync.RWMutex
+}
+
+// table is the lock of the table canonically named name.
+func (s *serialized) table(name string) *sync.RWMutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tables == nil {
+		s.tables = map[string]*sync.RWMutex{}
+	}
+	l := s.tables[name]
+	if l == nil {
+		l = new(sync.RWMutex)
+		s.tables[name] = l
+	}
+	return l
 }
 
 // tableSchema is what names an item of a table: its canonical name (callers
@@ -99,6 +117,9 @@ func withItemLock[T any](ctx context.Context, s *serialized, table *string, attr
 		return zero, err
 	}
 	defer unlock()
+	tl := s.table(schema.name)
+	tl.RLock()
+	defer tl.RUnlock()
 	out, err := write()
 	if tableMayHaveChanged(err) {
 		s.forget(aws.ToString(table))
@@ -251,17 +272,54 @@ func (l *itemLocks) size() int {
 }
 
 // AtomicClient is a DynamoDB client of moto_server whose writes are atomic
-// per item, as DynamoDB's are (SerializeWrites); reads and scans go straight
-// to moto. It is what a store under test is given: the one wrapper every
+// per item, as DynamoDB's are (SerializeWrites), a TransactWriteItems under
+// the locks of all its items; reads and scans go straight to moto. It is what a store under test is given: the one wrapper every
 // test on moto uses.
 type AtomicClient struct {
 	*dynamodb.Client
-	writes DynamoWriter
+	writes *serialized
 }
 
 // Atomic wraps c, a client of moto_server, in an AtomicClient.
 func Atomic(c *dynamodb.Client) AtomicClient {
-	return AtomicClient{Client: c, writes: SerializeWrites(c)}
+	return AtomicClient{Client: c, writes: serializeWith(c, &itemLocks{held: map[string]*itemLock{}})}
+}
+
+// TransactWriteItems is c's TransactWriteItems holding each of its tables
+// alone, taken in one order (so two transactions cannot deadlock): moto
+// backs a transaction up by copying each of its tables whole, and a
+// transaction that fails puts the copies back, undoing every other write
+// to those tables made meanwhile; and it applies a transaction's items one
+// by one, without a lock against other writes of the same items.
+func (a AtomicClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	var tables []string
+	for _, w := range in.TransactItems {
+		var table *string
+		switch {
+		case w.Put != nil:
+			table = w.Put.TableName
+		case w.Update != nil:
+			table = w.Update.TableName
+		case w.Delete != nil:
+			table = w.Delete.TableName
+		case w.ConditionCheck != nil:
+			table = w.ConditionCheck.TableName
+		default:
+			continue // moto refuses it
+		}
+		schema, err := a.writes.schema(ctx, aws.ToString(table))
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, schema.name)
+	}
+	slices.Sort(tables)
+	for _, name := range slices.Compact(tables) {
+		l := a.writes.table(name)
+		l.Lock()
+		defer l.Unlock()
+	}
+	return a.Client.TransactWriteItems(ctx, in, o...)
 }
 
 // PutItem is c's PutItem under the item's lock.

@@ -46,7 +46,11 @@ type tableDescriber interface {
 //   - a partition key other than "id" of type String, or a sort key: every
 //     write of the processor would be refused;
 //   - TTL off, or on an attribute other than "expiresAt" (a warning: see
-//     ErrNoTTL).
+//     ErrNoTTL);
+//   - on a store from NewTransactional, an endpoint without
+//     TransactWriteItems (dynalite): one TransactWriteItems of no items,
+//     which writes nothing, tells (IAM needs no more: DynamoDB authorizes
+//     a transaction by its items' actions).
 //
 // The error matches store.ErrMisconfigured when the processor cannot work
 // on the table as it is, ErrNoTTL when TTL is wrong (both when both are),
@@ -80,7 +84,38 @@ func (s *Store) Check(ctx context.Context) error {
 	} else {
 		r.ttl(ttl.TimeToLiveDescription)
 	}
+	if s.txAPI != nil {
+		r.transactions(ctx, s.txAPI)
+	}
 	return r.err()
+}
+
+// transactions checks that the endpoint of a transactional store has
+// TransactWriteItems, with a request of no items, which writes nothing and
+// consumes no capacity: DynamoDB refuses it as invalid (a ValidationException
+// on its length), moto applies it, an endpoint without transactions
+// (dynalite) answers UnknownOperationException.
+func (r *tableReport) transactions(ctx context.Context, api TxAPI) {
+	_, err := api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{}}, withinBudget(ctx))
+	var apiErr smithy.APIError
+	switch {
+	case err == nil:
+	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" && !unsupported(apiErr.ErrorMessage()):
+		// Known, and refused for its empty list alone.
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode() == "UnknownOperationException" || apiErr.ErrorCode() == "ValidationException"):
+		r.causes = append(r.causes, err)
+		r.broken("the endpoint has no TransactWriteItems (%s: %s), which a store from dynamostore.NewTransactional commits the work's writes with: use DynamoDB, DynamoDB Local or moto_server (a local emulator without transactions, as dynalite, serves only dynamostore.New, where the work's writes are not transactional)", apiErr.ErrorCode(), apiErr.ErrorMessage())
+	default:
+		r.failed("TransactWriteItems", err)
+	}
+}
+
+// unsupported reports whether a ValidationException's message says the
+// operation is not supported, as some DynamoDB-compatible stores answer an
+// operation they lack.
+func unsupported(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "not supported") || strings.Contains(msg, "unsupported") || strings.Contains(msg, "unknown operation")
 }
 
 // tableReport collects what check finds, each problem with its weight.

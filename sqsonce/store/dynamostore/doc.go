@@ -9,4 +9,11 @@
 // sorts its own errors: a missing table, denied access or a schema that
 // refuses the key match store.ErrMisconfigured, the rest
 // store.ErrUnavailable, and every one unwraps to the SDK's error.
+//
+// NewTransactional builds the store whose locks' work may add its own
+// writes (Add: Put, Update, Delete, ConditionCheck, on any table of the
+// same account and region) to commit with the record's completion in one
+// TransactWriteItems: exactly-once effects (store.Transactor). A test of
+// such a work runs it on memstore, where Add stages the writes and
+// memstore's Committed shows those committed.
 package dynamostore

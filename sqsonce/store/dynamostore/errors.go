@@ -11,7 +11,9 @@ import (
 )
 
 // misconfigured recognises the errors that a retry cannot fix: no table,
-// access denied, a schema that refuses the key, unknown credentials.
+// access denied, a schema that refuses the key, unknown credentials; and,
+// of a transaction, a request the endpoint does not know (dynalite has no
+// TransactWriteItems) or a token reused with other parameters.
 func misconfigured(err error) bool {
 	if errors.Is(err, store.ErrMisconfigured) {
 		return true
@@ -23,7 +25,8 @@ func misconfigured(err error) bool {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
-		case "AccessDeniedException", "ValidationException", "UnrecognizedClientException":
+		case "AccessDeniedException", "ValidationException", "UnrecognizedClientException",
+			"UnknownOperationException", "IdempotentParameterMismatchException":
 			return true
 		}
 	}

@@ -42,7 +42,11 @@ const (
 	ownedCondition       = "#owner = :owner"
 	completeUpdate       = "REMOVE #lockexp\nSET #status = :completed, #expires = :until\n"
 	completeResultUpdate = "REMOVE #lockexp\nSET #status = :completed, #expires = :until, #result = :result\n"
-	releaseUpdate        = "SET #status = :released, #lockexp = :zero, #expires = :ttl\n"
+	// commitCondition is a transactional completion's: the lease's lock,
+	// owner and fence, still PROCESSING, so that a repeat of an applied
+	// commit is refused and its writes never apply twice.
+	commitCondition = "(#owner = :owner) AND (#fence = :fence) AND (#status = :processing)"
+	releaseUpdate   = "SET #status = :released, #lockexp = :zero, #expires = :ttl\n"
 
 	forgetCondition = "(#status = :completed) AND (#owner = :owner)"
 	locksFilter     = "(begins_with (#id, :prefix)) AND (#status = :processing)"
@@ -133,6 +137,17 @@ func completeExpression(owner string, until time.Time, result []byte) storeExpr 
 	// 400 KB.
 	values[":result"] = &types.AttributeValueMemberB{Value: result}
 	return newStoreExpr(ownedCondition, completeResultUpdate, "", values, "#owner", "#status", "#expires", "#lockexp", "#result")
+}
+
+// commitExpression is the record's part of a transactional completion:
+// completeExpression's update under commitCondition.
+func commitExpression(lease store.Lease, until time.Time, result []byte) storeExpr {
+	e := completeExpression(lease.Owner, until, result)
+	e.condition = commitCondition
+	e.values[":fence"] = num(lease.Fence)
+	e.values[":processing"] = str(string(store.StatusProcessing))
+	e.names["#fence"] = placeholders["#fence"]
+	return e
 }
 
 func releaseExpression(owner string, now time.Time) storeExpr {

@@ -62,7 +62,10 @@ var _ AdminAPI = (*dynamodb.Client)(nil)
 // return it (DynamoDB Local before 2.2 and other DynamoDB-compatible stores)
 // does one strongly consistent GetItem read it, on that path alone.
 type Store struct {
-	api   API
+	api API
+	// txAPI is api as a TxAPI on a store from NewTransactional, nil on one
+	// from New: the work's writes are refused there.
+	txAPI TxAPI
 	table string
 }
 

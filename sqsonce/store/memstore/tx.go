@@ -44,6 +44,14 @@ func (t *Tx) Add(write any) {
 	t.writes = append(t.writes, write)
 }
 
+// Writes returns the writes added so far, in order: a store's helper that
+// stages its writes here (dynamostore.Add) checks its limits on them.
+func (t *Tx) Writes() []any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]any(nil), t.writes...)
+}
+
 // Empty implements store.Tx.
 func (t *Tx) Empty() bool {
 	t.mu.Lock()
