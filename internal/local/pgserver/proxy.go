@@ -21,6 +21,9 @@ const (
 	// DropBeforeCommit drops the connection instead of forwarding the
 	// COMMIT: the server rolls the transaction back.
 	DropBeforeCommit
+	// LoseCommitAnswerAndCrash is LoseCommitAnswer, then Crash: the
+	// client cannot read the record to settle the commit until Recover.
+	LoseCommitAnswerAndCrash
 )
 
 // Proxy forwards PostgreSQL connections to a server, message by message,
@@ -81,6 +84,13 @@ func (p *Proxy) Crash() {
 	for c := range conns {
 		_ = c.Close()
 	}
+}
+
+// Recover accepts new connections again after a Crash.
+func (p *Proxy) Recover() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.crashed = false
 }
 
 // Close stops the proxy, drops its connections and waits for its
@@ -174,6 +184,13 @@ func (p *Proxy) forward(client net.Conn) {
 				close(swallow)
 				_, _ = server.Write(msg)
 				<-answered
+				_ = client.Close()
+				return
+			case LoseCommitAnswerAndCrash:
+				close(swallow)
+				_, _ = server.Write(msg)
+				<-answered
+				p.Crash()
 				_ = client.Close()
 				return
 			}

@@ -47,7 +47,8 @@ func count(t *testing.T, e effects, name string) int {
 func TestLostCommitAnswerIsRecognised(t *testing.T) {
 	s, proxy, e := faultStore(t)
 	now := time.Now().Truncate(time.Millisecond)
-	id, name := "faults#lost-"+t.Name(), "lost-"+now.String()
+	name := "lost-" + now.String()
+	id := "faults#" + name
 	lease := acquire(t, s, id, "owner-a", now)
 	tx := s.Begin(lease)
 	if err := e.Add(t.Context(), tx, name, false); err != nil {
@@ -81,7 +82,8 @@ func TestLostCommitAnswerIsRecognised(t *testing.T) {
 func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 	s, proxy, e := faultStore(t)
 	now := time.Now().Truncate(time.Millisecond)
-	id, name := "faults#dropped-"+t.Name(), "dropped-"+now.String()
+	name := "dropped-" + now.String()
+	id := "faults#" + name
 	lease := acquire(t, s, id, "owner-a", now)
 	tx := s.Begin(lease)
 	if err := e.Add(t.Context(), tx, name, false); err != nil {
@@ -117,5 +119,41 @@ func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 	}
 	if n := count(t, e, name); n != 1 {
 		t.Errorf("after the retry the effect is there %d times; want 1", n)
+	}
+}
+
+// TestUnsettledCommitReadsAgain: the COMMIT's answer is lost and the
+// record cannot be read (the database unreachable): Commit returns an
+// error matching ErrUnavailable, neither ErrNotCommitted nor ErrLockLost
+// (the outcome is unknown; it was in fact committed); once the database
+// answers again, a repeat of Commit only reads the record and returns nil,
+// and the effect is there once.
+func TestUnsettledCommitReadsAgain(t *testing.T) {
+	s, proxy, e := faultStore(t)
+	now := time.Now().Truncate(time.Millisecond)
+	name := "unsettled-" + now.String()
+	id := "faults#" + name
+	lease := acquire(t, s, id, "owner-a", now)
+	tx := s.Begin(lease)
+	if err := e.Add(t.Context(), tx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Arm(pgserver.LoseCommitAnswerAndCrash)
+	err := tx.Commit(t.Context(), now.Add(time.Hour), nil)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotCommitted) || errors.Is(err, store.ErrLockLost) {
+		t.Fatalf("Commit whose answer was lost, the record unreadable, returned %v; want ErrUnavailable alone (the outcome unknown)", err)
+	}
+	if proxy.Applied() != 1 {
+		t.Fatalf("the proxy applied %d faults; want 1", proxy.Applied())
+	}
+	if n := count(t, e, name); n != 1 {
+		t.Fatalf("the commit applied the effect %d times; want 1 (the COMMIT reached the server)", n)
+	}
+	proxy.Recover()
+	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); err != nil {
+		t.Errorf("the repeat of Commit, the database answering again, returned %v; want nil (the record shows its completion)", err)
+	}
+	if n := count(t, e, name); n != 1 {
+		t.Errorf("after the repeat the effect is there %d times; want 1", n)
 	}
 }

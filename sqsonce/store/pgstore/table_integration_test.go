@@ -249,3 +249,18 @@ func TestWorkStatementFailed(t *testing.T) {
 		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
 	}
 }
+
+// TestTableDocSQLPassesCheck: the page's SQL, run as a reader runs it,
+// makes a table Check accepts and the store works on.
+func TestTableDocSQLPassesCheck(t *testing.T) {
+	pool := newPool(t, "")
+	if _, err := pool.Exec(t.Context(), docDDL(t)); err != nil {
+		t.Fatalf("%s's SQL: %v", pgDoc, err)
+	}
+	s := pgstore.New(pool, "sqs_once_records")
+	if err := s.Check(t.Context()); err != nil {
+		t.Errorf("Check on the table of %s's SQL: %v", pgDoc, err)
+	}
+	now := time.Now()
+	acquire(t, s, "doc#"+now.String(), "o", now)
+}
