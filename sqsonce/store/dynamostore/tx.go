@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/memstore"
 )
 
 // DynamoDB's limits on one TransactWriteItems: 100 actions, one of them
@@ -132,10 +131,10 @@ func Add(ctx context.Context, writes ...types.TransactWriteItem) error {
 		return tx.add(writes)
 	case plainTx:
 		return fmt.Errorf("dynamostore.Add: %w", errNotTransactional)
-	case *memstore.Tx:
+	case stager:
 		return stage(tx, writes)
 	case nil:
-		return errors.New("dynamostore.Add: no transaction in the context: the work must run under sqsonce (a Processor, Do or DoResult, or Lock) on a store that has transactions, dynamostore.NewTransactional or memstore, and be given the context sqsonce passes it")
+		return errors.New("dynamostore.Add: no transaction in the context: the work must run under sqsonce (Handle, Do or DoResult) on a store that has transactions, dynamostore.NewTransactional or memstore, and be given the context sqsonce passes it")
 	default:
 		return fmt.Errorf("dynamostore.Add: the transaction in the context is a %T, another store's: the work's writes go through that store's own helper", tx)
 	}
@@ -157,10 +156,18 @@ func (t *transaction) add(writes []types.TransactWriteItem) error {
 	return nil
 }
 
+// stager is the in-memory store's transaction (memstore.Tx), which keeps
+// writes of any kind: named by its methods, so that this package does not
+// link a test store into every program that uses it.
+type stager interface {
+	Add(write any)
+	Writes() []any
+}
+
 // stage adds writes to a memstore transaction, under the limits Add
 // applies on DynamoDB, so that a test on memstore fails where DynamoDB
 // would.
-func stage(tx *memstore.Tx, writes []types.TransactWriteItem) error {
+func stage(tx stager, writes []types.TransactWriteItem) error {
 	count, size := 0, 0
 	for _, w := range tx.Writes() {
 		if item, ok := w.(types.TransactWriteItem); ok {
