@@ -567,7 +567,11 @@ commit:
 				REDELIVER
 			fi
 		fi }
-	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;   /* ErrNotCommitted: nothing applied, known */
+	/* ErrNotCommitted: nothing applied, known. Also after an attempt that was
+	 * applied, against store.Tx's contract: a store that misjudges its lost
+	 * commit (PostgreSQL read while the lost COMMIT is still pending on the
+	 * server) must not undo it; Release's PROCESSING condition sees to that. */
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;
 		printf("MSC: c%d commit (o%d) not committed (ErrNotCommitted): released\n", me, tok);
 		res = FAILURE; goto release }
 	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;   /* failed unapplied, unknown: uncommitted */
