@@ -244,8 +244,8 @@ bit  dropped[NMSG];       /* ghost: deleted by IN_PROGRESS=drop */
 
 /* The effect is applied: (e) never twice. */
 #define APPLY_EFFECT \
-	eff++; assert(e_effect_at_most_once || eff <= 1); \
-	printf("MSC: K's effect applied: %d in all\n", eff)
+	eff++; printf("MSC: K's effect applied: %d in all\n", eff); \
+	assert(e_effect_at_most_once || eff <= 1)
 #endif
 
 /* Every step of a consumer that reads or writes shared state is one atomic
