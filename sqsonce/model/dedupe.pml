@@ -17,6 +17,14 @@
  * (d), no deadlock, is pan's own check of invalid end states, with init's
  * final check that no message is left received by a consumer that is gone.
  *
+ * -DTX: the transactional completion (store.Transactor, sqsonce/store/tx.go;
+ * sqsonce/lock.go, hold.finish, hold.finishTx and locker.commit). The
+ * function's effect is a write staged in its transaction (no I/O, nothing
+ * applied), applied only by the commit, in one atomic step with the record's
+ * COMPLETED update. Properties (e): each key's effect is committed exactly
+ * once within its dedupe window. Without TX, the plain completion and its
+ * properties (a) to (d) as they were.
+ *
  * Fences: Acquire writes fence = if_not_exists(fence, <now in ms>) + 1. The
  * clock seed is abstracted as the highest fence ever issued for the key
  * (fmax): a record created afresh (never there, or deleted by TTL long after
@@ -33,7 +41,14 @@
 #define LOCK      1   /* lock length: lockExpiresAt = now + LOCK */
 #endif
 #ifndef WINDOW
+#ifdef TX
+/* The transactional model checks exactly-once within the dedupe window: the
+ * window outlasts the run, its last delivery (init) included. A delivery
+ * after the window's end runs the work again by design (a new key). */
+#define WINDOW    (MAXT + LOCK + 2)
+#else
 #define WINDOW    1   /* dedupe window: expiresAt = now + WINDOW */
+#endif
 #endif
 #ifndef MAXDO
 #define MAXDO     3   /* Guard.Do calls in all (each takes a fresh owner token) */
@@ -70,6 +85,7 @@
 #define R_NONE 0
 #define R_OK   1
 #define R_CCF  2      /* ConditionalCheckFailed, with the item (ALL_OLD) */
+#define R_EFFECT 3    /* TX: a condition of the work's own writes failed (*store.EffectError) */
 
 /* business outcome: the variable defaults to FAILURE; only an explicit
  * success sets SUCCESS */
@@ -116,6 +132,11 @@
 #endif
 #endif
 
+/* Acquire's condition, for a request whose now is t: no record, a released
+ * lock, an expired lock, or an ended window. */
+#define ACQUIRE_COND(t) \
+	(st == ABSENT || st == REL || (st == PROC && lockExp < (t)) || (st == DONE && expAt < (t)))
+
 #ifdef MUTANT_UNCONDITIONAL_COMPLETE
 #define COMPLETE_COND true
 #else
@@ -131,16 +152,35 @@
                                          without a condition on no record would create
                                          one RELEASED, without a fence: as absent here) */
 #else
+#ifdef MUTANT_RELEASE_OWNER_ONLY
+#define RELEASE_COND (owner == tok)   /* releases its own record in any status */
+#else
 /* The store's release (sqsonce/store/dynamostore/store.go; the store contract, every store) also requires PROCESSING, so an
  * operator's release racing a completion cannot undo it; a repeat that finds
  * the record RELEASED by the same owner is a success, like a refusal here. */
 #define RELEASE_COND (owner == tok && st == PROC)
+#endif
 #endif
 
 #ifdef MUTANT_UNCONDITIONAL_RENEW
 #define RENEW_COND true
 #else
 #define RENEW_COND (owner == tok && st == PROC)
+#endif
+
+/* The record's part of a transaction's commit (store.Tx.Commit; memstore
+ * Tx.Commit, the DynamoDB and PostgreSQL stores the same): the lease's
+ * PROCESSING lock, owner and fence.
+ * MUTANT_TX_COMMIT_NO_OWNER: PROCESSING only, any holder's.
+ * MUTANT_TX_COMMIT_UNCONDITIONAL: no condition at all. */
+#ifdef MUTANT_TX_COMMIT_NO_OWNER
+#define TX_COMMIT_COND (st == PROC)
+#else
+#ifdef MUTANT_TX_COMMIT_UNCONDITIONAL
+#define TX_COMMIT_COND true
+#else
+#define TX_COMMIT_COND (owner == tok && fence == myFence && st == PROC)
+#endif
 #endif
 
 #ifdef MUTANT_NO_OWN_CHECK
@@ -157,6 +197,10 @@ hidden byte c_write_only_by_owner;
 hidden byte c_stale_write_refused;
 hidden byte c_current_write_accepted;
 hidden byte d_no_message_left_received;
+#ifdef TX
+hidden byte e_effect_at_most_once;
+hidden byte e_effect_at_least_once;
+#endif
 
 /* ---- global state ---- */
 byte now;                 /* the clock */
@@ -194,6 +238,15 @@ byte ntok;                /* owner tokens handed out = Do calls */
 byte nseq;                /* ghost: acquisitions applied */
 byte nlost, ngive, ncrash;
 byte nfinished;
+#ifdef TX
+byte eff;                 /* K's effect: the committed increments of the work's write */
+bit  dropped[NMSG];       /* ghost: deleted by IN_PROGRESS=drop */
+
+/* The effect is applied: (e) never twice. */
+#define APPLY_EFFECT \
+	eff++; printf("MSC: K's effect applied: %d in all\n", eff); \
+	assert(e_effect_at_most_once || eff <= 1)
+#endif
 
 /* Every step of a consumer that reads or writes shared state is one atomic
  * block; what happens in between is local. An answer that is lost leaves the
@@ -201,8 +254,17 @@ byte nfinished;
  * same request is sent again. */
 
 /* The message is deleted: (b) no loss. */
+#ifdef TX
+/* (e) at least once: a message leaves SQS only once its key's effect is
+ * committed, or the operator queue has it (a drop aside). */
+#define DELETE_MSG \
+	assert(b_no_loss || workDone || fwd[mi]); \
+	assert(e_effect_at_least_once || eff > 0 || fwd[mi]); \
+	msg[mi] = DEL; printf("MSC: m%d deleted\n", mi)
+#else
 #define DELETE_MSG \
 	assert(b_no_loss || workDone || fwd[mi]); msg[mi] = DEL; printf("MSC: m%d deleted\n", mi)
+#endif
 
 #define RECEIVED \
 	printf("MSC: c%d receives m%d at t=%d: Do with owner token o%d\n", me, mi, now, tok)
@@ -222,6 +284,23 @@ byte nfinished;
  * is cleared by RESET_LOCALS). */
 #define CRASH \
 	ncrash++; printf("MSC: c%d crashes at t=%d\n", me, now); REDELIVER
+
+/* TX: a commit whose outcome is unknown (lock.go hold.finishTx, the default
+ * case: uncommitted): the lock is left to expire, the message retried, and
+ * the record settles it for the next delivery.
+ * MUTANT_TX_RELEASE_UNKNOWN: the lock is released (caught only together with
+ * MUTANT_RELEASE_OWNER_ONLY: see README.md).
+ * MUTANT_TX_UNKNOWN_PROCESSED: reported processed, as the plain completion's
+ * processed-unrecorded: the message deleted. */
+#ifdef MUTANT_TX_RELEASE_UNKNOWN
+#define TX_UNKNOWN res = FAILURE; goto release
+#else
+#ifdef MUTANT_TX_UNKNOWN_PROCESSED
+#define TX_UNKNOWN DELETE_MSG; RESET_LOCALS; goto next
+#else
+#define TX_UNKNOWN REDELIVER
+#endif
+#endif
 
 proctype Consumer(byte me)
 {
@@ -252,7 +331,7 @@ next:
 	:: atomic {
 		again = 0;
 		if
-		:: st == ABSENT || st == REL || (st == PROC && lockExp < reqNow) || (st == DONE && expAt < reqNow) ->
+		:: ACQUIRE_COND(reqNow) ->
 			if
 			:: st == ABSENT -> fence = SEED;  /* if_not_exists: the clock seed */
 				printf("MSC: the record is created: fence seeded at %d\n", fence)
@@ -299,6 +378,9 @@ next:
 					 * lock is a loss */
 					printf("MSC: c%d in progress (o%d holds it): drops m%d\n", me, oOwner, mi);
 					assert(b_no_loss || oOwner != tok);
+#ifdef TX
+					dropped[mi] = 1;
+#endif
 					msg[mi] = DEL; RESET_LOCALS; goto next
 				:: else ->
 					printf("MSC: c%d in progress (o%d holds it): m%d redelivered later\n", me, oOwner, mi);
@@ -316,6 +398,31 @@ next:
 
 	/* ---- the business function, and its renewals running beside it ---- */
 	do
+#ifdef TX
+	/* TX: the function adds its write to its transaction (dynamostore.Add,
+	 * pgstore.Tx; memstore Tx.Add), which applies nothing, then returns nil;
+	 * or it fails. Staging touches no shared state, so it is not a step of
+	 * its own. No guard on the lease: a paused holder returns at any later
+	 * moment, its lock expired and taken over, its context cancelled. */
+	:: atomic {
+		if
+		:: res = SUCCESS; workDone = 1;
+			printf("MSC: c%d business function stages its write and returns nil at t=%d\n", me, now);
+#ifdef MUTANT_TX_EFFECT_OUTSIDE
+			/* bug: the write is applied when fn returns, outside the
+			 * transaction (before the commit) */
+			APPLY_EFFECT;
+#endif
+			skip
+		:: res = FAILURE;
+			printf("MSC: c%d business function returns an error\n", me)
+		:: res = PERMANENT;
+			printf("MSC: c%d business function returns Permanent(err)\n", me)
+		:: printf("MSC: c%d business function exits without returning: outcome %d (0 failure, 1 success)\n", me, res)
+		fi;
+		lost = 0; again = 0; reqNow = 0;     /* the renewal stops */
+		break }
+#else
 	:: atomic { fs == FS_NONE && !lost && now <= myExp && !pend[me] ->
 		/* (a): it runs its side effect only while no other holder's lock is live */
 		assert(a_live_lock_exclusive || !(st == PROC && now <= lockExp && owner != tok));
@@ -338,6 +445,7 @@ next:
 		fi;
 		fs = FS_NONE; lost = 0; again = 0; reqNow = 0;     /* the renewal stops */
 		break }
+#endif
 	/* Renew: UpdateItem if owner == o and PROCESSING, lockExpiresAt = now + LOCK
 	 * (only when that extends the lock: otherwise it changes nothing) */
 	:: atomic { !lost && (again || now + LOCK > myExp) ->
@@ -377,10 +485,102 @@ next:
 	od;
 
 	if
+#ifdef TX
+	:: res == SUCCESS -> goto commit
+#else
 	:: res == SUCCESS -> goto complete
-	:: else -> goto release
+#endif
+	:: else -> goto release     /* TX: Rollback (local), then Release */
 	fi;
 
+#ifdef TX
+	/* ---- Commit (lock.go hold.finishTx, locker.commit; store.Tx.Commit):
+	 * the staged write and the record's COMPLETED update in one atomic step,
+	 * conditioned on the lease's PROCESSING lock, owner and fence. until
+	 * (expiresAt) is fixed at the first attempt: every repeat is the same
+	 * request. ---- */
+commit:
+	do
+	:: atomic {
+		if
+		:: !again -> reqNow = now
+		:: else
+		fi;
+		again = 0;
+		if
+		:: TX_COMMIT_COND ->
+			if
+			:: assert(c_write_only_by_owner || recSeq == mySeq);
+				assert(b_completed_only_after_success || workDone);
+#ifdef MUTANT_TX_COMMIT_UNCONDITIONAL
+				if
+				:: st == ABSENT -> fence = SEED   /* the update creates a record, no fence */
+				:: else
+				fi;
+#endif
+#ifndef MUTANT_TX_EFFECT_OUTSIDE
+				APPLY_EFFECT;
+#endif
+				st = DONE; expAt = reqNow + WINDOW; lockExp = 0; r = R_OK;
+				printf("MSC: c%d commits (o%d) at t=%d: effect and COMPLETED\n", me, tok, now)
+			:: r = R_EFFECT;       /* a condition of the work's own writes fails: nothing applied */
+				printf("MSC: c%d commit (o%d) refused by its own write's condition: nothing applied\n", me, tok)
+			fi
+		:: else ->
+			/* Refused: nothing applied. The store reads the record (memstore:
+			 * under its lock; DynamoDB: past the ClientRequestToken's life, one
+			 * consistent read; PostgreSQL: after the connection broke): its
+			 * own COMPLETED record, owner and fence, is an earlier attempt of
+			 * this commit, applied, whose answer was lost: nil. One step with
+			 * the refusal: that record stays as it is until its window ends. */
+			if
+			:: st == DONE && owner == tok && fence == myFence ->
+#ifdef MUTANT_TX_REPEAT_APPLIES
+				/* bug: the repeat passes on its own COMPLETED record, no read,
+				 * and its writes are applied again */
+				APPLY_EFFECT;
+#endif
+				r = R_OK;
+				printf("MSC: c%d commit (o%d) repeated: its own earlier commit, recognised\n", me, tok)
+			:: else -> r = R_CCF;
+				printf("MSC: c%d commit (o%d) refused: record owner o%d, status %d: nothing applied\n", me, tok, owner, st)
+			fi
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;          /* answer lost: Commit again */
+			printf("MSC: c%d commit (o%d) answered %d (1 ok, 2 lock lost, 3 effect refused) but the answer is lost: repeated\n", me, tok, r)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;                   /* unknown: uncommitted */
+			printf("MSC: c%d commit (o%d) answered %d (1 ok, 2 lock lost, 3 effect refused), answer lost, gave up: uncommitted\n", me, tok, r);
+			TX_UNKNOWN
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d commit (o%d) answered %d (1 ok, 2 lock lost, 3 effect refused), then\n", me, tok, r);
+			CRASH
+		:: true ->
+			if
+			:: r == R_OK ->                /* processed */
+				printf("MSC: c%d processed, deletes m%d\n", me, mi);
+				DELETE_MSG; RESET_LOCALS; goto next
+			:: r == R_EFFECT ->            /* failed: the work's failure, released */
+				res = FAILURE; goto release
+			:: r == R_CCF ->               /* failed, lock lost: not released */
+				printf("MSC: c%d lock o%d lost: m%d redelivered later\n", me, tok, mi);
+				REDELIVER
+			fi
+		fi }
+	/* ErrNotCommitted: nothing applied, known. Also after an attempt that was
+	 * applied, against store.Tx's contract: a store that misjudges its lost
+	 * commit (PostgreSQL read while the lost COMMIT is still pending on the
+	 * server) must not undo it; Release's PROCESSING condition sees to that. */
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;
+		printf("MSC: c%d commit (o%d) not committed (ErrNotCommitted): released\n", me, tok);
+		res = FAILURE; goto release }
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;   /* failed unapplied, unknown: uncommitted */
+		printf("MSC: c%d commit (o%d) failed, outcome unknown: uncommitted\n", me, tok);
+		TX_UNKNOWN }
+	od;
+#endif
+
+#ifndef TX
 	/* ---- Complete: UpdateItem if owner == o; every answer deletes ---- */
 complete:
 	do
@@ -425,6 +625,7 @@ complete:
 		printf("MSC: c%d complete failed (store error): processed-unrecorded, deletes m%d\n", me, mi);
 		DELETE_MSG; RESET_LOCALS; goto next }
 	od;
+#endif
 
 	/* ---- Release: UpdateItem if owner == o and PROCESSING: RELEASED, lockExpiresAt = 0, the
 	 * record and its fence kept (its TTL an hour away); the message is not
@@ -549,6 +750,7 @@ end:	do
 		fi; \
 		pend[c] = 0; pendF[c] = 0; pendS[c] = 0 }
 
+#ifndef TX
 active proctype Downstream()
 {
 end:	do
@@ -556,6 +758,7 @@ end:	do
 	:: DELIVER(1)
 	od
 }
+#endif
 
 init
 {
@@ -565,5 +768,31 @@ init
 	fi;
 	atomic { run Consumer(0); run Consumer(1) }
 	(nfinished == NCONS);
-	assert(d_no_message_left_received || (msg[0] != INF && msg[1] != INF))
+	assert(d_no_message_left_received || (msg[0] != INF && msg[1] != INF));
+#ifdef TX
+	/* (e) at least once, once the messages stop failing: the consumers are
+	 * done (the bounds ran out, or the messages are gone) and nothing of
+	 * theirs is in flight. A message still in SQS is delivered once more,
+	 * after every lock has expired, and nothing fails: Acquire (its
+	 * condition as above), the function, the commit, with no fault. Then K's
+	 * effect is committed, unless every message went to the operator queue
+	 * or was dropped (the documented loss of IN_PROGRESS=drop). */
+	atomic {
+		now = MAXT + LOCK + 1;
+		if
+		:: msg[0] == VIS || msg[1] == VIS ->
+			printf("MSC: t=%d: the last delivery, with no fault\n", now);
+			if
+			:: ACQUIRE_COND(now) ->
+				APPLY_EFFECT; st = DONE; expAt = now + WINDOW; lockExp = 0
+			:: else ->          /* a duplicate, or a key that stays blocked */
+				printf("MSC: acquire refused: status %d (1 PROCESSING, 2 COMPLETED), owner o%d\n", st, owner)
+			fi;
+			msg[0] = DEL; msg[1] = DEL
+		:: else
+		fi;
+		assert(e_effect_at_least_once || eff > 0 ||
+		       ((fwd[0] || dropped[0]) && (fwd[1] || dropped[1])))
+	}
+#endif
 }
