@@ -41,7 +41,10 @@ type Proxy struct {
 	served    chan struct{}
 	stop      context.CancelFunc
 	closeOnce sync.Once
-	observe   func(op string, body []byte, f Fault)
+	// handlers are the requests being handled: Close waits for them, so
+	// that what they forwarded is final when it returns.
+	handlers inflight
+	observe  func(op string, body []byte, f Fault)
 
 	mu      sync.Mutex
 	scripts []*script
@@ -160,12 +163,18 @@ func (p *Proxy) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
 		p.stop()
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		defer cancel()
-		if err = p.server.Shutdown(ctx); err != nil {
-			err = errors.Join(err, p.server.Close())
-		}
+		// Close, not Shutdown: Shutdown waits up to five seconds for a
+		// connection a client opened but sent nothing on yet (a retry's,
+		// dialled as its context ended), which a busy machine makes
+		// common. The handlers' context has ended (stop), so none waits
+		// out a delay or a forward; they are waited for below.
+		err = p.server.Close()
 		<-p.served
+		select {
+		case <-p.handlers.close():
+		case <-time.After(closeTimeout):
+			err = errors.Join(err, fmt.Errorf("faultproxy: requests still being handled %s after Close", closeTimeout))
+		}
 		p.transport.CloseIdleConnections()
 	})
 	return err
@@ -253,6 +262,10 @@ func (p *Proxy) scripted(op string, body []byte) Fault {
 // ServeHTTP applies the request's fault, forwarding it to the target unless
 // the fault answers in the target's place.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.handlers.enter() {
+		panic(http.ErrAbortHandler) // closing: nothing is forwarded any more
+	}
+	defer p.handlers.leave()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		http.Error(w, "faultproxy: read request: "+err.Error(), http.StatusBadRequest)
@@ -389,4 +402,46 @@ func copyHeader(dst, src http.Header) {
 			dst[k] = append([]string(nil), vv...)
 		}
 	}
+}
+
+// inflight counts the requests being handled, and refuses new ones once
+// closing.
+type inflight struct {
+	mu      sync.Mutex
+	n       int
+	closing bool
+	done    chan struct{}
+}
+
+func (f *inflight) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing {
+		return false
+	}
+	f.n++
+	return true
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.closing && f.n == 0 {
+		close(f.done)
+	}
+}
+
+// close refuses new requests and returns a channel closed once none is
+// being handled.
+func (f *inflight) close() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closing {
+		f.closing, f.done = true, make(chan struct{})
+		if f.n == 0 {
+			close(f.done)
+		}
+	}
+	return f.done
 }

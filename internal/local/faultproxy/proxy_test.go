@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -138,6 +139,36 @@ func TestCloseEndsADelayWithoutForwarding(t *testing.T) {
 	}
 	if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestCloseDoesNotWaitForASilentConnection: a connection a client opened
+// and sent nothing on (an SDK retry's, dialled as its context ended) does
+// not hold Close up. http.Server.Shutdown waited five seconds for such a
+// connection, past Close's own bound, and TestDelayPastTheDeadline failed
+// with "context deadline exceeded" on a busy machine.
+func TestCloseDoesNotWaitForASilentConnection(t *testing.T) {
+	t.Parallel()
+	upstream := httptest.NewServer(http.NotFoundHandler())
+	defer upstream.Close()
+	p, err := faultproxy.Start(upstream.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A request answered on a second connection: the proxy accepts in
+	// order, so by its answer it has accepted the silent one too.
+	resp, err := http.Post(p.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close with a silent connection open: %v", err)
 	}
 }
 
