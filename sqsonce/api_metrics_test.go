@@ -69,7 +69,7 @@ func TestAPIConfigMetrics(t *testing.T) {
 func apiProcessorSpec(function string, from, to time.Time, n int) metricstest.Spec {
 	units := map[string]metrics.Unit{}
 	for _, m := range []string{string(KindProcessed), string(KindUnrecordedCompletion), string(KindDuplicate),
-		string(KindInProgress), string(KindInProgressDropped), string(KindForwardedToOperator),
+		string(KindInProgress), string(KindInProgressDropped), string(KindForwardedToOperator), string(KindAlreadyStarted),
 		string(KindFailed), metrics.LockLost, metrics.BackoffApplied} {
 		units[m] = metrics.Count
 	}

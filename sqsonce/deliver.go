@@ -2,6 +2,8 @@ package sqsonce
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"sync"
@@ -39,7 +41,7 @@ func (p *Processor) deliver(ctx context.Context, b budget, recs []keyed) []outco
 			continue
 		}
 		batch = append(batch, hd)
-		msgs = append(msgs, Delivery{Record: recs[hd.i].msg, Key: hd.hold.key, Fence: hd.hold.lease.Fence})
+		msgs = append(msgs, Delivery{Record: recs[hd.i].msg, Key: hd.hold.key, RecordKey: p.lock.shownKey(hd.hold.key), Fence: hd.hold.lease.Fence, PayloadHash: bodyHash(recs[hd.i].msg.Body)})
 	}
 	if len(batch) == 0 {
 		return outcomes
@@ -161,5 +163,29 @@ func (p *Processor) finish(ctx context.Context, hd *held, err error) outcome {
 			"outcome", "delivery-unknown", "fence", lease.Fence, "lockExpiresAt", lease.LockExpiresAt, "error", err)
 		return retry(ReasonDeliveryUnknown, nil)
 	}
+	if errors.Is(err, ErrAlreadyStarted) {
+		// The execution the key names exists for this payload: the key's
+		// work is done, and only its completion was missing.
+		res := hd.hold.finish(ctx, nil, nil)
+		o := p.judge(ctx, hd.log.With("detail", err.Error()), res)
+		if o.Kind == KindProcessed {
+			o.Kind, o.Err = KindAlreadyStarted, err
+		}
+		return o
+	}
+	if errors.Is(err, ErrPayloadMismatch) {
+		// Another payload's execution holds the key's name: the same
+		// conflict as a record refused by the lock for another body.
+		res := hd.hold.finish(ctx, nil, err)
+		res.outcome = payloadMismatch
+		return p.judge(ctx, hd.log, res)
+	}
 	return p.judge(ctx, hd.log, hd.hold.finish(ctx, nil, err))
+}
+
+// bodyHash is the SHA-256 of a record's body, in hex: the payload hash a
+// Delivery carries, whether or not ValidatePayload compares it.
+func bodyHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
 }

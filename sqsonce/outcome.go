@@ -54,6 +54,11 @@ const (
 	// KindInProgress: another holder had the key's live lock; the work did
 	// not run (the record is retried; Do: ErrInProgress).
 	KindInProgress Kind = "InProgress"
+	// KindAlreadyStarted: the Target already held the key's named
+	// execution for the same payload (ErrAlreadyStarted): started by an
+	// earlier delivery whose completion was not written. The key is
+	// completed now; nothing was started again.
+	KindAlreadyStarted Kind = "AlreadyStarted"
 	// KindInProgressDropped: a record in progress elsewhere, deleted
 	// (InProgressDrop).
 	KindInProgressDropped Kind = "InProgressDropped"

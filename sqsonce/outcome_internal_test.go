@@ -44,7 +44,7 @@ func TestClassifyEveryLockResult(t *testing.T) {
 // every record whose Kind does not settle it, one nothing decided too.
 func TestARecordIsDeletedOnlyForAKindThatSaysSo(t *testing.T) {
 	for kind, want := range map[Kind]bool{
-		KindProcessed: false, KindUnrecordedCompletion: false, KindDuplicate: false, KindInProgressDropped: false,
+		KindProcessed: false, KindUnrecordedCompletion: false, KindDuplicate: false, KindAlreadyStarted: false, KindInProgressDropped: false,
 		KindForwardedToOperator: false, KindInProgress: true, KindFailed: true, "": true,
 	} {
 		o := outcome{Outcome: Outcome{Kind: kind}}

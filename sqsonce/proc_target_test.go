@@ -256,3 +256,51 @@ func TestTargetUnknownOutcomeKeepsTheLock(t *testing.T) {
 		})
 	}
 }
+
+// A target that already holds the key's named execution for the same
+// payload (a crash between the start and the completion) completes the
+// record, counted as AlreadyStarted, and deletes it; a redelivery is then a
+// duplicate, never delivered again. One held for another payload is the
+// payload-mismatch policy's: forwarded to the operator queue.
+func TestTargetAlreadyStartedCompletesTheRecord(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, be procBackend) {
+		b := procSetup(t, be)
+		operator := b.queues.newQueue(t, false, nil)
+		b.cfg.OperatorQueueURL = operator
+		b.cfg.HashKeys = true
+		from := b.clock.Now()
+		var seen []Delivery
+		tg := &scriptedTarget{answer: func(_ int, d Delivery) error {
+			seen = append(seen, d)
+			switch d.Key {
+			case "o-started":
+				return fmt.Errorf("execution %q: %w", d.RecordKey, ErrAlreadyStarted)
+			case "o-other":
+				return fmt.Errorf("execution %q holds another payload: %w", d.RecordKey, ErrPayloadMismatch)
+			}
+			return nil
+		}}
+		p := withTarget(t, b, tg)
+		if failed := handleWith(t, p, orderRecord("m1", "o-started"), orderRecord("m2", "o-other"), orderRecord("m3", "o-new")); len(failed) != 0 {
+			t.Fatalf("failed %v, want none: already started completes, a mismatch is forwarded", failed)
+		}
+		for _, d := range seen {
+			if d.RecordKey != HashKey(d.Key) || d.PayloadHash != bodyHash(d.Record.Body) {
+				t.Errorf("delivery of %q: RecordKey %q PayloadHash %q, want the key's hash and the body's", d.Key, d.RecordKey, d.PayloadHash)
+			}
+		}
+		fwd := b.queues.received(t, operator, 1)
+		if len(fwd) != 1 || reasonOf(fwd[0]) != ReasonPayloadMismatch || !strings.Contains(aws.ToString(fwd[0].Body), "o-other") {
+			t.Fatalf("operator queue got %v, want o-other with reason %s", fwd, ReasonPayloadMismatch)
+		}
+		calls := tg.callCount()
+		if failed := handleWith(t, p, orderRecord("m4", "o-started")); len(failed) != 0 {
+			t.Fatalf("redelivery failed %v", failed)
+		}
+		if tg.callCount() != calls {
+			t.Error("the already started key was delivered again: its completion was not written")
+		}
+		checkProcMetrics(t, b, from, 2, metricCounts{"AlreadyStarted": 1, "Processed": 1, "Duplicate": 1, "ForwardedToOperator": 1, "ForwardedToOperator/payload-mismatch": 1})
+	})
+}

@@ -2,8 +2,6 @@ package sqsonce
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -166,7 +164,7 @@ type outcome struct {
 // the records of its FIFO message group after it may go on (walkUnit).
 func (o *outcome) settled() bool {
 	switch o.Kind {
-	case KindProcessed, KindUnrecordedCompletion, KindDuplicate, KindInProgressDropped:
+	case KindProcessed, KindUnrecordedCompletion, KindDuplicate, KindAlreadyStarted, KindInProgressDropped:
 		return true
 	}
 	return false
@@ -498,8 +496,7 @@ func (p *Processor) payloadHash(msg events.SQSMessage) string {
 	if !p.cfg.ValidatePayload {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(msg.Body))
-	return hex.EncodeToString(sum[:])
+	return bodyHash(msg.Body)
 }
 
 // Key is the idempotency key a Handler or Do's function runs for ("" outside

@@ -191,7 +191,7 @@ func checkProcMetrics(t *testing.T, b *bundle, from time.Time, n int, want metri
 	t.Helper()
 	units := map[string]metrics.Unit{}
 	for _, m := range []sqsonce.Kind{sqsonce.KindProcessed, sqsonce.KindUnrecordedCompletion, sqsonce.KindDuplicate,
-		sqsonce.KindInProgress, sqsonce.KindInProgressDropped, sqsonce.KindForwardedToOperator, sqsonce.KindFailed} {
+		sqsonce.KindInProgress, sqsonce.KindInProgressDropped, sqsonce.KindForwardedToOperator, sqsonce.KindFailed, sqsonce.KindAlreadyStarted} {
 		units[string(m)] = metrics.Count
 	}
 	units[metrics.LockLost], units[metrics.BackoffApplied] = metrics.Count, metrics.Count
