@@ -18,6 +18,7 @@ const (
 	SQS    Kind = "sqs"    // sqs:<queue URL>
 	SNS    Kind = "sns"    // sns:<topic ARN>
 	Events Kind = "events" // events:<event bus name or ARN>
+	States Kind = "states" // states:<state machine ARN>
 )
 
 // Spec is a parsed TARGET: what kind of destination, and which.
@@ -44,6 +45,10 @@ var (
 	topicARN   = lazyRegexp(`^arn:aws[a-zA-Z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	busName    = lazyRegexp(`^[A-Za-z0-9._/-]{1,256}$`)
 	busARN     = lazyRegexp(`^arn:aws[a-zA-Z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[A-Za-z0-9._/-]{1,256}$`)
+	// A state machine's ARN, without a version or alias: its executions'
+	// ARNs, which the processor looks up, follow from it. The name's
+	// characters are the printable ASCII ones Step Functions allows.
+	stateMachineARN = lazyRegexp(`^arn:aws[a-zA-Z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9!'()+.=@_-]{1,80}$`)
 )
 
 // lazyRegexp is regexp.MustCompile(pattern) on first call.
@@ -64,6 +69,8 @@ func valid(kind Kind, dest string) bool {
 		return topicARN().MatchString(dest)
 	case Events:
 		return busName().MatchString(dest) || busARN().MatchString(dest)
+	case States:
+		return stateMachineARN().MatchString(dest)
 	}
 	return false
 }
@@ -80,6 +87,8 @@ func forms(kind Kind) []string {
 		return []string{"arn:aws:sns:<region>:<account>:<topic>"}
 	case Events:
 		return []string{"<bus name>", "arn:aws:events:<region>:<account>:event-bus/<name>"}
+	case States:
+		return []string{"arn:aws:states:<region>:<account>:stateMachine:<name>"}
 	}
 	return nil
 }
@@ -111,9 +120,9 @@ func parseSpec(s string) (spec Spec, want string) {
 	spec = Spec{Kind: Kind(kind), Dest: dest}
 	switch {
 	case !ok || dest == "":
-		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN> or events:<bus>"
+		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN>, events:<bus> or states:<state machine ARN>"
 	case forms(spec.Kind) == nil:
-		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns or events", kind)
+		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns, events or states", kind)
 	case !valid(spec.Kind, dest):
 		want := forms(spec.Kind)
 		for i, f := range want {

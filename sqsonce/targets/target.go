@@ -73,8 +73,8 @@ func ToBus(awsCfg aws.Config, bus, source, detailType string) (*EventsTarget, er
 }
 
 // FromEnv builds the target the deployed processor's environment names:
-// TARGET (lambda:<function>, sqs:<queue URL>, sns:<topic ARN> or
-// events:<bus>), with TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus.
+// TARGET (lambda:<function>, sqs:<queue URL>, sns:<topic ARN>,
+// events:<bus> or states:<state machine ARN>), with TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus.
 // It returns nil, nil when TARGET is not set. A lambda target naming
 // AWS_LAMBDA_FUNCTION_NAME, the processor's own function, is refused: every
 // delivery would invoke the processor again. Errors name the variables.
@@ -105,6 +105,8 @@ func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger 
 		return newQueue(awsCfg, spec.Dest), nil
 	case SNS:
 		return newTopic(awsCfg, spec.Dest), nil
+	case States:
+		return newStateMachine(awsCfg, spec.Dest), nil
 	}
 	return newBus(awsCfg, spec.Dest, source, detailType), nil
 }
