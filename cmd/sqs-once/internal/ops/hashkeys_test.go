@@ -131,3 +131,15 @@ func TestKeyPrefixStillReadWithHashKeys(t *testing.T) {
 		t.Errorf("Resolve with the processor unreadable = %+v, %v", got, err)
 	}
 }
+
+// Resolve reads the processor's TARGET, for inspect to name a states
+// target's execution; a hashed key's execution is named after its hash.
+func TestResolveTarget(t *testing.T) {
+	t.Parallel()
+	var calls int
+	const target = "states:arn:aws:states:eu-west-1:123456789012:stateMachine:orders"
+	got, err := ops.Resolve(context.Background(), fakeStack{}, fakeFunction{env: map[string]string{"TARGET": target}, calls: &calls}, ops.Targets{Stack: "orders"})
+	if err != nil || got.Target != target {
+		t.Errorf("Target %q (%v), want %s", got.Target, err, target)
+	}
+}
