@@ -304,7 +304,7 @@ func TestDurableThroughTheProcessor(t *testing.T) {
 		invoked[n] = e.Invokes
 	}
 	if len(execs) != 2 || execs[one].Invokes != 2 || execs[two].Invokes != 1 {
-		t.Fatalf("executions (name: invokes) %v, want two: %s invoked twice with its payload (start, redelivery), %s once", execs, one, two)
+		t.Fatalf("executions (name: invokes) %v, want two: %s invoked twice with its payload (start, redelivery), %s once", invoked, one, two)
 	}
 	if stub.Refusals() != 1 || kinds[sqsonce.KindAlreadyStarted] != 1 || kinds[sqsonce.KindDuplicate] != 1 {
 		t.Errorf("%d refusals, outcomes %v; want the other message refused by name and counted AlreadyStarted, the last a Duplicate", stub.Refusals(), kinds)
