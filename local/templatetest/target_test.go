@@ -70,6 +70,14 @@ func TestTargetPattern(t *testing.T) {
 		{value: "events:arn", ok: true}, // a bus named arn
 		{value: "events:aws.partner/example.com/123/orders", ok: true},
 		{value: "events:arn:aws:events:eu-west-1:111122223333:event-bus/orders", ok: true},
+		{value: "durable:orders:live", ok: true},
+		{value: "durable:orders:7", ok: true},
+		{value: "durable:" + name64 + ":live", ok: true},
+		{value: "durable:arn:live", ok: true},              // a function named arn
+		{value: "durable:123456789012:function", ok: true}, // a function named with 12 digits, alias function
+		{value: "durable:123456789012:function:orders:live", ok: true},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:3", ok: true},
+		{value: "durable:arn:aws-us-gov:lambda:us-gov-west-1:111122223333:function:orders:live", ok: true},
 
 		{value: "lambda", ok: false},
 		{value: "lambda:", ok: false},
@@ -96,6 +104,14 @@ func TestTargetPattern(t *testing.T) {
 		{value: "events:orders bus", ok: false},
 		{value: "events:arn:aws:events:us-east-1:123456789012:rule/orders", ok: false},
 		{value: "kinesis:orders", ok: false},
+		{value: "durable:orders", ok: false}, // unqualified
+		{value: "durable:orders:$LATEST", ok: false},
+		{value: "durable:orders:", ok: false},
+		{value: "durable:orders:live:7", ok: false},
+		{value: "durable:123456789012:function:orders", ok: false},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders", ok: false},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:$LATEST", ok: false},
+		{value: "Durable:orders:live", ok: false},
 
 		{value: "sqs:http://localhost:4566/000000000000/orders", narrower: "not SQS's endpoint: no queue ARN to grant sqs:SendMessage on"},
 		{value: "sqs:https://queue.amazonaws.com/123456789012/orders", narrower: "SQS's legacy endpoint: the region is not in the host"},
@@ -153,6 +169,19 @@ func lambdaGrants(arn string) []grant {
 	return []grant{{"lambda:InvokeFunction", arn}, {"lambda:InvokeFunction", arn + ":*"}}
 }
 
+// durableGrants are a durable target's: Invoke on the qualified function,
+// the listing of its executions by that qualifier and without, and the
+// reading of any of its executions (whose ARN names the version an alias
+// resolves to).
+func durableGrants(function, qualifier string) []grant {
+	return []grant{
+		{"lambda:InvokeFunction", function + ":" + qualifier},
+		{"lambda:ListDurableExecutionsByFunction", function},
+		{"lambda:ListDurableExecutionsByFunction", function + ":" + qualifier},
+		{"lambda:GetDurableExecution", function + ":*/durable-execution/*"},
+	}
+}
+
 const kmsKey = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 var targetCases = []targetCase{
@@ -194,6 +223,18 @@ var targetCases = []targetCase{
 		grants: []grant{{"events:PutEvents", "arn:aws:events:${AWS::Region}:${AWS::AccountId}:event-bus/aws.partner/example.com/123/orders"}}},
 	{name: "events by ARN", params: map[string]string{"Target": "events:arn:aws:events:eu-west-1:111122223333:event-bus/orders"},
 		grants: []grant{{"events:PutEvents", "arn:aws:events:eu-west-1:111122223333:event-bus/orders"}}},
+	{name: "durable by name with alias", params: map[string]string{"Target": "durable:orders:live"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:orders", "live")},
+	{name: "durable named arn", params: map[string]string{"Target": "durable:arn:live"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:arn", "live")},
+	{name: "durable named with 12 digits, alias function", params: map[string]string{"Target": "durable:123456789012:function"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:123456789012", "function")},
+	{name: "durable by partial ARN with version", params: map[string]string{"Target": "durable:111122223333:function:orders:7"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:111122223333:function:orders", "7")},
+	{name: "durable by ARN with version", params: map[string]string{"Target": "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:3"},
+		grants: durableGrants("arn:aws:lambda:eu-west-1:111122223333:function:orders", "3")},
+	{name: "durable by ARN in another partition", params: map[string]string{"Target": "durable:arn:aws-cn:lambda:cn-north-1:111122223333:function:orders:live"},
+		grants: durableGrants("arn:aws-cn:lambda:cn-north-1:111122223333:function:orders", "live")},
 }
 
 // expected is the case's grants in a stack of that region and account.
@@ -244,6 +285,13 @@ func TestTargetPolicies(t *testing.T) {
 					t.Fatalf("the processor refuses this Target: %v", err)
 				}
 				// The function granted is the one the processor calls.
+				if spec.Kind == targets.Durable {
+					arn := tc.grants[0].Resource
+					parts := strings.Split(arn, ":")
+					if name, q := parts[len(parts)-2], parts[len(parts)-1]; name != spec.FunctionName() || q != spec.Qualifier() {
+						t.Errorf("granted Invoke on %s:%s, the processor invokes %s:%s", name, q, spec.FunctionName(), spec.Qualifier())
+					}
+				}
 				if spec.Kind == targets.Lambda {
 					arn := tc.grants[0].Resource
 					if name := arn[strings.LastIndex(arn, ":")+1:]; name != spec.FunctionName() {
@@ -277,10 +325,15 @@ func TestTargetGrantsMatchTheClients(t *testing.T) {
 		"sqs":    reflect.TypeFor[targets.SQSTarget](),
 		"sns":    reflect.TypeFor[targets.SNSTarget](),
 		"events": reflect.TypeFor[targets.EventsTarget](),
+		// A Lambda durable function: the durable target's calls are Lambda's.
+		"durable": reflect.TypeFor[targets.DurableTarget](),
 	}
 	// How IAM authorises each call: a batch call as its single form, and
 	// Lambda's Invoke as lambda:InvokeFunction.
 	action := func(service, method string) string {
+		if service == "durable" {
+			service = "lambda"
+		}
 		if service == "lambda" && method == "Invoke" {
 			return "lambda:InvokeFunction"
 		}
