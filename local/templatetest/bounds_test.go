@@ -23,6 +23,7 @@ var stringSamples = map[string][]string{
 		"sqs:https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
 		"sns:arn:aws:sns:us-east-1:123456789012:orders", "events:default",
 		"events:arn:aws:events:us-east-1:123456789012:event-bus/orders",
+		"states:arn:aws:states:us-east-1:123456789012:stateMachine:" + strings.Repeat("s", 80),
 	},
 	"ExistingQueueArn": {"", "arn:aws:sqs:us-east-1:123456789012:orders", "arn:aws:sqs:eu-west-1:111122223333:orders.fifo",
 		"arn:aws-cn:sqs:cn-north-1:111122223333:" + strings.Repeat("q", 80), "arn:aws:sqs:us-east-1:123456789012:" + strings.Repeat("q", 75) + ".fifo"},

@@ -489,7 +489,7 @@ func apiGrants(iface reflect.Type, service, resource string) []grant {
 
 // targetConditions are the conditions of the processor's Target policies.
 var targetConditions = map[string]bool{
-	"IsLambdaTarget": true, "IsSqsTarget": true, "IsSnsTarget": true, "IsEventsTarget": true, "HasTargetKmsKey": true,
+	"IsLambdaTarget": true, "IsSqsTarget": true, "IsSnsTarget": true, "IsEventsTarget": true, "IsStatesTarget": true, "HasTargetKmsKey": true,
 	"IsDurableTarget": true,
 }
 

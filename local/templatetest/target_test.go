@@ -70,6 +70,9 @@ func TestTargetPattern(t *testing.T) {
 		{value: "events:arn", ok: true}, // a bus named arn
 		{value: "events:aws.partner/example.com/123/orders", ok: true},
 		{value: "events:arn:aws:events:eu-west-1:111122223333:event-bus/orders", ok: true},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:orders", ok: true},
+		{value: "states:arn:aws-cn:states:cn-north-1:111122223333:stateMachine:Orders.v2_(eu)@x", ok: true},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:" + strings.Repeat("s", 80), ok: true},
 		{value: "durable:orders:live", ok: true},
 		{value: "durable:orders:7", ok: true},
 		{value: "durable:" + name64 + ":live", ok: true},
@@ -104,6 +107,14 @@ func TestTargetPattern(t *testing.T) {
 		{value: "events:orders bus", ok: false},
 		{value: "events:arn:aws:events:us-east-1:123456789012:rule/orders", ok: false},
 		{value: "kinesis:orders", ok: false},
+		{value: "states:", ok: false},
+		{value: "states:orders", ok: false},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:", ok: false},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:" + strings.Repeat("s", 81), ok: false},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:orders:live", ok: false},
+		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:or*", ok: false},
+		{value: "states:arn:aws:states:us-east-1:123456789012:execution:orders:x", ok: false},
+		{value: "states:arn:aws:states:us-east-1:12345678901:stateMachine:orders", ok: false},
 		{value: "durable:orders", ok: false}, // unqualified
 		{value: "durable:orders:$LATEST", ok: false},
 		{value: "durable:orders:", ok: false},
@@ -235,6 +246,19 @@ var targetCases = []targetCase{
 		grants: durableGrants("arn:aws:lambda:eu-west-1:111122223333:function:orders", "3")},
 	{name: "durable by ARN in another partition", params: map[string]string{"Target": "durable:arn:aws-cn:lambda:cn-north-1:111122223333:function:orders:live"},
 		grants: durableGrants("arn:aws-cn:lambda:cn-north-1:111122223333:function:orders", "live")},
+	{name: "states", params: map[string]string{"Target": "states:arn:aws:states:eu-west-1:111122223333:stateMachine:orders"},
+		grants: statesGrants("arn:aws:states:eu-west-1:111122223333", "orders")},
+	{name: "states in another partition", params: map[string]string{"Target": "states:arn:aws-cn:states:cn-north-1:111122223333:stateMachine:Orders.v2"},
+		grants: statesGrants("arn:aws-cn:states:cn-north-1:111122223333", "Orders.v2")},
+}
+
+// statesGrants are a states target's: StartExecution on the state machine,
+// DescribeExecution on its executions, nothing on other state machines.
+func statesGrants(prefix, name string) []grant {
+	return []grant{
+		{"states:StartExecution", prefix + ":stateMachine:" + name},
+		{"states:DescribeExecution", prefix + ":execution:" + name + ":*"},
+	}
 }
 
 // expected is the case's grants in a stack of that region and account.
@@ -325,6 +349,7 @@ func TestTargetGrantsMatchTheClients(t *testing.T) {
 		"sqs":    reflect.TypeFor[targets.SQSTarget](),
 		"sns":    reflect.TypeFor[targets.SNSTarget](),
 		"events": reflect.TypeFor[targets.EventsTarget](),
+		"states": reflect.TypeFor[targets.StateMachineTarget](),
 		// A Lambda durable function: the durable target's calls are Lambda's.
 		"durable": reflect.TypeFor[targets.DurableTarget](),
 	}
@@ -579,7 +604,7 @@ func TestDeployedTargets(t *testing.T) {
 	t.Parallel()
 	deployed := map[string]bool{
 		"none": true, "lambda by name": true, "lambda by ARN with alias": true, "sqs": true,
-		"sns": true, "events by name": true, "events by ARN": true, "sqs with KMS key": true,
+		"sns": true, "events by name": true, "events by ARN": true, "sqs with KMS key": true, "states": true,
 	}
 	eventParams := map[string]string{"TargetEventSource": "com.example.orders", "TargetDetailType": "Order placed"}
 	for name := range deployed {
@@ -661,6 +686,8 @@ func checkTarget(t *testing.T, got sqsonce.Target, spec, source, detailType stri
 		ok = s.Kind == targets.SNS && tg.TopicARN == s.Dest
 	case *targets.EventsTarget:
 		ok = s.Kind == targets.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
+	case *targets.StateMachineTarget:
+		ok = s.Kind == targets.States && tg.StateMachineARN == s.Dest
 	}
 	if !ok {
 		t.Errorf("processor Target %T %+v; want %s (event source %q, detail type %q)", got, got, spec, source, detailType)

@@ -18,6 +18,7 @@ const (
 	SQS    Kind = "sqs"    // sqs:<queue URL>
 	SNS    Kind = "sns"    // sns:<topic ARN>
 	Events Kind = "events" // events:<event bus name or ARN>
+	States Kind = "states" // states:<state machine ARN>
 )
 
 // Durable is a Lambda durable function, qualified:
@@ -48,6 +49,10 @@ var (
 	topicARN   = lazyRegexp(`^arn:aws[a-zA-Z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	busName    = lazyRegexp(`^[A-Za-z0-9._/-]{1,256}$`)
 	busARN     = lazyRegexp(`^arn:aws[a-zA-Z-]*:events:[a-z0-9-]+:\d{12}:event-bus/[A-Za-z0-9._/-]{1,256}$`)
+	// A state machine's ARN, without a version or alias: its executions'
+	// ARNs, which the processor looks up, follow from it. The name's
+	// characters are the printable ASCII ones Step Functions allows.
+	stateMachineARN = lazyRegexp(`^arn:aws[a-zA-Z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9!'()+.=@_-]{1,80}$`)
 )
 
 // lazyRegexp is regexp.MustCompile(pattern) on first call.
@@ -68,6 +73,8 @@ func valid(kind Kind, dest string) bool {
 		return topicARN().MatchString(dest)
 	case Events:
 		return busName().MatchString(dest) || busARN().MatchString(dest)
+	case States:
+		return stateMachineARN().MatchString(dest)
 	case Durable:
 		return validDurable(dest)
 	}
@@ -94,6 +101,8 @@ func forms(kind Kind) []string {
 		return []string{"arn:aws:sns:<region>:<account>:<topic>"}
 	case Events:
 		return []string{"<bus name>", "arn:aws:events:<region>:<account>:event-bus/<name>"}
+	case States:
+		return []string{"arn:aws:states:<region>:<account>:stateMachine:<name>"}
 	case Durable:
 		return []string{"<function name or ARN>:<version or alias> (not $LATEST)"}
 	}
@@ -127,9 +136,9 @@ func parseSpec(s string) (spec Spec, want string) {
 	spec = Spec{Kind: Kind(kind), Dest: dest}
 	switch {
 	case !ok || dest == "":
-		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN>, events:<bus> or durable:<function>:<version or alias>"
+		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN>, events:<bus>, states:<state machine ARN> or durable:<function>:<version or alias>"
 	case forms(spec.Kind) == nil:
-		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns, events or durable", kind)
+		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns, events, states or durable", kind)
 	case spec.Kind == Durable && !valid(spec.Kind, dest) && durableFix(dest) != "":
 		return Spec{}, durableFix(dest)
 	case !valid(spec.Kind, dest):

@@ -26,6 +26,8 @@ func TestParseSpec(t *testing.T) {
 		{in: "sns:arn:aws:sns:us-east-1:123456789012:orders.fifo", kind: targets.SNS},
 		{in: "events:default", kind: targets.Events},
 		{in: "events:arn:aws:events:us-east-1:123456789012:event-bus/orders", kind: targets.Events},
+		{in: "states:arn:aws:states:us-east-1:123456789012:stateMachine:orders", kind: targets.States},
+		{in: "states:arn:aws-cn:states:cn-north-1:123456789012:stateMachine:Orders.v2_(eu)@x", kind: targets.States},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -51,6 +53,11 @@ func TestParseSpecRefuses(t *testing.T) {
 		"sns:orders", "sns:arn:aws:sqs:us-east-1:123456789012:orders",
 		"events:", "events:bad bus", "events:arn:aws:events:us-east-1:123456789012:rule/x",
 		" lambda:orders", "Lambda:orders",
+		"states:orders", "states:arn:aws:states:us-east-1:123456789012:stateMachine:",
+		"states:arn:aws:states:us-east-1:123456789012:stateMachine:orders:live",
+		"states:arn:aws:states:us-east-1:123456789012:execution:orders:x",
+		"states:arn:aws:states:us-east-1:123456789012:stateMachine:or ders",
+		"states:arn:aws:states:us-east-1:123456789012:stateMachine:or*",
 	} {
 		if spec, err := targets.ParseSpec(in); err == nil || !errors.Is(err, targets.ErrBadSpec) {
 			t.Errorf("ParseSpec(%q) = %+v, %v; want ErrBadSpec", in, spec, err)

@@ -93,8 +93,8 @@ func ToDurableFunction(awsCfg aws.Config, function, qualifier string) (*DurableT
 
 // FromEnv builds the target the deployed processor's environment names:
 // TARGET (lambda:<function>, sqs:<queue URL>, sns:<topic ARN>,
-// events:<bus> or durable:<function>:<version or alias>), with
-// TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus and
+// events:<bus>, states:<state machine ARN> or durable:<function>:<version
+// or alias>), with TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus and
 // TARGET_INVOCATION_TYPE (Event, the default, or RequestResponse) for a
 // durable function.
 // It returns nil, nil when TARGET is not set. A lambda target naming
@@ -128,6 +128,8 @@ func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger 
 		return newQueue(awsCfg, spec.Dest), nil
 	case SNS:
 		return newTopic(awsCfg, spec.Dest), nil
+	case States:
+		return newStateMachine(awsCfg, spec.Dest), nil
 	case Durable:
 		q := spec.Qualifier()
 		return newDurable(awsCfg, strings.TrimSuffix(spec.Dest, ":"+q), q, invocationType == "RequestResponse", logger), nil

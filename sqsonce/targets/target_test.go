@@ -38,6 +38,8 @@ func TestConstructorsRefuseAMalformedDestination(t *testing.T) {
 			[]string{"", "orders", "arn:aws:sqs:us-east-1:123456789012:orders", "arn:aws:sns:us-east-1:123456789012:"}},
 		{"ToBus", func(d string) (sqsonce.Target, error) { return targets.ToBus(cfg, d, "", "") },
 			[]string{"", "bad bus", "arn:aws:events:us-east-1:123456789012:rule/x"}},
+		{"ToStateMachine", func(d string) (sqsonce.Target, error) { return targets.ToStateMachine(cfg, d) },
+			[]string{"", "orders", "arn:aws:states:us-east-1:123456789012:stateMachine:orders:1", "arn:aws:states:us-east-1:123456789012:activity:orders"}},
 	}
 	for _, tt := range tests {
 		for _, dest := range tt.bad {
@@ -61,6 +63,7 @@ func TestConstructorErrorsNameTheArgument(t *testing.T) {
 		{second(targets.ToQueue(cfg, "orders")), `targets: invalid target: ToQueue: queueURL "orders": want https://sqs.<region>.amazonaws.com/<account>/<queue>`},
 		{second(targets.ToTopic(cfg, "orders")), `targets: invalid target: ToTopic: topicARN "orders": want arn:aws:sns:<region>:<account>:<topic>`},
 		{second(targets.ToBus(cfg, "bad bus", "", "")), `targets: invalid target: ToBus: bus "bad bus": want <bus name> or arn:aws:events:<region>:<account>:event-bus/<name>`},
+		{second(targets.ToStateMachine(cfg, "orders")), `targets: invalid target: ToStateMachine: stateMachineARN "orders": want arn:aws:states:<region>:<account>:stateMachine:<name>`},
 	} {
 		if tt.err == nil || tt.err.Error() != tt.want {
 			t.Errorf("error %v, want %s", tt.err, tt.want)
@@ -98,6 +101,10 @@ func TestConstructorsBuildTheTarget(t *testing.T) {
 	bus, err := targets.ToBus(cfg, "orders", "com.example.orders", "Order placed")
 	if err != nil || bus.Bus != "orders" || bus.Source != "com.example.orders" || bus.DetailType != "Order placed" || bus.API == nil {
 		t.Errorf("ToBus = %+v, %v", bus, err)
+	}
+	sm, err := targets.ToStateMachine(cfg, "arn:aws:states:us-east-1:123456789012:stateMachine:orders")
+	if err != nil || sm.StateMachineARN != "arn:aws:states:us-east-1:123456789012:stateMachine:orders" || sm.API == nil {
+		t.Errorf("ToStateMachine = %+v, %v", sm, err)
 	}
 }
 
@@ -149,6 +156,9 @@ func TestFromEnvBuildsEachKind(t *testing.T) {
 	if !ok || bus.Bus != "orders" || bus.Source != "com.example.orders" || bus.DetailType != "Order placed" {
 		t.Errorf("events: %+v", bus)
 	}
+	if sm, ok := build(with("TARGET", "states:arn:aws:states:us-east-1:123456789012:stateMachine:orders")).(*targets.StateMachineTarget); !ok || sm.StateMachineARN != "arn:aws:states:us-east-1:123456789012:stateMachine:orders" {
+		t.Errorf("states: %+v", sm)
+	}
 	// Blank: the entry's defaults, which the target fills in per entry.
 	if bus, ok := build(with("TARGET", "events:default", "TARGET_EVENT_SOURCE", "", "TARGET_DETAIL_TYPE", "")).(*targets.EventsTarget); !ok || bus.Source != "" || bus.DetailType != "" {
 		t.Errorf("events with blank source and detail type: %+v", bus)
@@ -183,6 +193,11 @@ func TestFromEnvRefusesABadTarget(t *testing.T) {
 func TestFromEnvErrorNamesTheVariable(t *testing.T) {
 	_, err := targets.FromEnv(lookup(map[string]string{"TARGET": "sqs:orders"}), aws.Config{}, nil)
 	want := `environment variable TARGET: invalid target "sqs:orders": want sqs:https://sqs.<region>.amazonaws.com/<account>/<queue>`
+	if err == nil || err.Error() != want {
+		t.Errorf("FromEnv: %v, want %s", err, want)
+	}
+	_, err = targets.FromEnv(lookup(map[string]string{"TARGET": "states:orders"}), aws.Config{}, nil)
+	want = `environment variable TARGET: invalid target "states:orders": want states:arn:aws:states:<region>:<account>:stateMachine:<name>`
 	if err == nil || err.Error() != want {
 		t.Errorf("FromEnv: %v, want %s", err, want)
 	}
