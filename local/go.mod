@@ -13,6 +13,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/iam v1.64.7
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.1
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.7
+	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
 	github.com/aws/smithy-go v1.28.8
 	github.com/sqs-once/sqs-once v0.0.0
@@ -29,7 +30,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/s3shared v1.20.9 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sns v1.47.8 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2 // indirect

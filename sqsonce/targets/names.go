@@ -123,3 +123,15 @@ func looksHashed(s string) bool {
 	}
 	return true
 }
+
+// ExecutionName is the name of the execution a target of s starts for a
+// record's key (sqsonce.Delivery.RecordKey: the key, or its
+// sqsonce.HashKey under Config.HashKeys), and true; "" and false for a kind
+// that starts no named execution.
+func (s Spec) ExecutionName(recordKey string) (string, bool) {
+	switch s.Kind {
+	case States:
+		return stateMachineExecutionName(recordKey), true
+	}
+	return "", false
+}

@@ -171,3 +171,13 @@ func FuzzExecutionNames(f *testing.F) {
 		}
 	})
 }
+
+func TestSpecExecutionName(t *testing.T) {
+	sm := Spec{Kind: States, Dest: "arn:aws:states:us-east-1:123456789012:stateMachine:orders"}
+	if n, ok := sm.ExecutionName("tenant/42"); !ok || n != stateMachineExecutionName("tenant/42") {
+		t.Errorf("states: %q, %v", n, ok)
+	}
+	if n, ok := (Spec{Kind: SQS, Dest: "https://sqs.us-east-1.amazonaws.com/1/q"}).ExecutionName("k"); ok || n != "" {
+		t.Errorf("sqs: %q, %v", n, ok)
+	}
+}

@@ -234,7 +234,12 @@ from the stack's processor, or --hash-keys), the record id is
 <KEY_PREFIX>#<SHA-256 of KEY>, and the logs show the hash: inspect,
 release and forget hash KEY and print the id looked up. A hash copied from
 the logs is looked up as it is with --hash-keys=false. A key not found
-under one id but under the other says which flag finds it.`,
+under one id but under the other says which flag finds it.
+
+With --stack and a processor whose Target is states:<state machine ARN>,
+inspect also prints the name of the key's execution and the AWS CLI command
+that looks it up: the execution a crashed processor may have started before
+writing the key's completion.`,
 		Example: `  sqs-once inspect --stack orders order-42
   sqs-once inspect --stack orders --json order-42 | jq .status
   sqs-once inspect --table orders-idem --key-prefix orders order-42
@@ -247,10 +252,19 @@ under one id but under the other says which flag finds it.`,
 		if err != nil {
 			return err
 		}
+		r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region)
 		if c.json {
 			return c.printJSON(r)
 		}
 		c.printRecord(r)
+		if e := r.Execution; e != nil {
+			// The name a crash between the start and the completion left
+			// taken: the execution to look at before releasing the lock.
+			fmt.Fprintf(c.io.Stdout, "execution name  %s\n", e.Name)
+			if e.Lookup != "" {
+				fmt.Fprintf(c.io.Stdout, "look it up      %s\n", e.Lookup)
+			}
+		}
 		return nil
 	})
 	return cmd

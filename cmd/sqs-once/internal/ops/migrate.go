@@ -116,6 +116,8 @@ type Migration struct {
 	ConsumerMappings []Mapping `json:"consumerMappings,omitempty"`
 	// OtherMappings are the queue's mappings of any other function.
 	OtherMappings []Mapping `json:"otherMappings,omitempty"`
+	// StateMachine is the state machine a states Target names.
+	StateMachine *StateMachine `json:"stateMachine,omitempty"`
 }
 
 // MigrationOptions say which queue, stack and consumer to read.
@@ -339,6 +341,9 @@ func (m *Migration) Checks() []Check {
 	checks := []Check{m.checkVisibility(), m.checkRedrive(), m.checkRetention()}
 	if m.Stack != "" {
 		checks = append(checks, m.checkTarget())
+		if m.StateMachine != nil {
+			checks = append(checks, m.checkStateMachine())
+		}
 	}
 	checks = append(checks, m.checkConsumer(), m.checkMappings())
 	if m.Stack != "" {
@@ -496,6 +501,10 @@ func (m *Migration) checkTarget() Check {
 	case m.Target == "":
 		c.Status, c.Detail = CheckFail, "the stack's processor runs its built-in handler (Target is empty), so your consumer would receive nothing"
 		c.Change = []string{"deploy the stack with Target=lambda:<your consumer function>"}
+	case spec.Kind == targets.States && m.Consumer == nil:
+		// No Lambda consumer to put the stack in front of: the stack's own
+		// mapping consumes the queue, and the state machine check follows.
+		c.Status, c.Detail = CheckOK, "the stack's processor starts one execution per key of the state machine "+spec.Dest
 	case err != nil || spec.Kind != targets.Lambda:
 		c.Status, c.Detail = CheckFail, fmt.Sprintf("the stack's processor delivers to %s, not to a Lambda function: cutover moves a Lambda consumer's mapping", m.Target)
 		c.Change = []string{"deploy the stack with Target=lambda:<your consumer function>"}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
@@ -24,10 +25,14 @@ func (c *cli) migration(ctx context.Context, consumer string, timeout, window in
 	if consumer != "" {
 		c.use("consumer " + consumer)
 	}
-	return ReadMigration(ctx, sqs.NewFromConfig(c.cfg), cloudformation.NewFromConfig(c.cfg), lambda.NewFromConfig(c.cfg), MigrationOptions{
+	m, err := ReadMigration(ctx, sqs.NewFromConfig(c.cfg), cloudformation.NewFromConfig(c.cfg), lambda.NewFromConfig(c.cfg), MigrationOptions{
 		Region: c.cfg.Region, Stack: c.targets.Stack, QueueURL: c.flags.MainQueue, Consumer: consumer,
 		ProcessorTimeoutSeconds: timeout, BatchingWindowSeconds: window,
 	})
+	if err == nil {
+		m.readStateMachine(ctx, sfn.NewFromConfig(c.cfg))
+	}
+	return m, err
 }
 
 func (c *cli) preflightCmd() *cobra.Command {
@@ -49,6 +54,9 @@ and says what to change for each check that fails. It changes nothing.
                       mapping, the stack's, any other
   stack parameter     ProcessorMappingEnabled agrees with the stack's mapping
   replay age limit    MaxMessageAge within the queue's retention
+  state machine       with Target=states:<ARN>: it exists, and is STANDARD
+                      (an EXPRESS one does not deduplicate starts by name: a
+                      warning)
 
 Before the stack exists, give the queue (--main-queue) and the consumer
 (--consumer), and the ProcessorTimeout and ProcessorBatchingWindow you will

@@ -52,6 +52,9 @@ type Record struct {
 	Live bool `json:"live"`
 	// Remaining is the time left on a live lock, or in an open dedupe window.
 	Remaining time.Duration `json:"remainingNanos"`
+	// Execution is the execution the key's messages start, when the
+	// stack's Target starts one per key (inspect only).
+	Execution *Execution `json:"execution,omitempty"`
 
 	// stored is the record as the store read it: what release and forget
 	// hand back to the store's conditional writes.

@@ -35,6 +35,9 @@ type Targets struct {
 	HashKeysFrom string `json:"hashKeysFrom,omitempty"`
 	// Region is the region of the calls, for messages ("" when unknown).
 	Region string `json:"region,omitempty"`
+	// Target is the processor's TARGET, read from the stack's processor
+	// ("" without a stack, or when it was not read).
+	Target string `json:"target,omitempty"`
 }
 
 // The stack's outputs (template.yaml) and the processor's logical id.
@@ -84,6 +87,7 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 		return t, nil
 	}
 	env, unread := processorEnv(ctx, cf, fn, t.Stack)
+	t.Target = env[envTarget]
 	if t.KeyPrefix == "" {
 		t.KeyPrefix, t.KeyPrefixFrom = keyPrefixOf(env, unread, t.Stack)
 	}
