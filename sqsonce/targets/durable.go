@@ -62,16 +62,6 @@ type DurableTarget struct {
 	Logger *slog.Logger
 }
 
-// DurableExecutionName is the DurableExecutionName a durable target gives
-// the execution of recordKey (a Delivery's RecordKey: the key, or its hash
-// under HashKeys, as Outcome.Key and sqs-once inspect show it). It is the
-// key itself when the key is 1 to 64 of [A-Za-z0-9_-] and does not end in
-// "-" and 32 lowercase hex digits; otherwise the key's readable part (each
-// run of other characters as one "_", cut to 31 characters, "key" when
-// empty), "-", and the first 32 hex digits of the key's SHA-256. It never
-// changes: a new mapping would start each key's execution again.
-func DurableExecutionName(recordKey string) string { return durableExecutionName(recordKey) }
-
 // The SQS attributes that change from one receive of a message to the next:
 // left out of a durable execution's input, which must be the same on every
 // delivery (with the receipt handle).

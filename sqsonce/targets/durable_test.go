@@ -52,6 +52,12 @@ func durableSetup(t *testing.T) (*durablestub.Stub, *targets.DurableTarget) {
 	return stub, tg
 }
 
+// durableName is the name a durable target gives the execution of key.
+func durableName(key string) string {
+	name, _ := targets.Spec{Kind: targets.Durable}.ExecutionName(key)
+	return name
+}
+
 func bodyHash(body string) string {
 	sum := sha256.Sum256([]byte(body))
 	return hex.EncodeToString(sum[:])
@@ -137,7 +143,7 @@ func TestDurableRequestsCarryAValidName(t *testing.T) {
 			t.Fatalf("payload %s: %v, want one record", in.Payload, err)
 		}
 		key := p.SQSOnce.Key
-		if want := targets.DurableExecutionName(key); in.Name != want {
+		if want := durableName(key); in.Name != want {
 			t.Errorf("key %q named %q, want %q", key, in.Name, want)
 		}
 		if other, ok := names[in.Name]; ok && other != key {
@@ -151,7 +157,7 @@ func TestDurableRequestsCarryAValidName(t *testing.T) {
 			t.Errorf("receiptHandle %v in the input: it changes from one receive to the next", rh)
 		}
 	}
-	if long := targets.DurableExecutionName(strings.Repeat("k", 65)); len(long) != 64 || long == strings.Repeat("k", 64) {
+	if long := durableName(strings.Repeat("k", 65)); len(long) != 64 || long == strings.Repeat("k", 64) {
 		t.Errorf("a 65-character key named %q: want a hashed name of 64", long)
 	}
 	execs := stub.Executions()
@@ -186,7 +192,7 @@ func TestDurableAlreadyStarted(t *testing.T) {
 	}
 	// A name taken by an execution someone else started, without sqs-once's
 	// member: not this payload's.
-	stub.Put("orders", "live", targets.DurableExecutionName("order-9"), []byte(`{"hello":"world"}`))
+	stub.Put("orders", "live", durableName("order-9"), []byte(`{"hello":"world"}`))
 	if err := tg.Deliver(ctx, []sqsonce.Delivery{delivery("m-9", "order-9", `{"a":1}`, 1)})[0]; !errors.Is(err, sqsonce.ErrPayloadMismatch) {
 		t.Fatalf("a name taken by a foreign execution: %v, want ErrPayloadMismatch", err)
 	}
@@ -298,7 +304,7 @@ func TestDurableThroughTheProcessor(t *testing.T) {
 		t.Fatalf("the crashed message's redelivery: failures %v, want none (a duplicate)", failed)
 	}
 	execs := stub.Executions()
-	one, two := targets.DurableExecutionName(sqsonce.HashKey("o-1")), targets.DurableExecutionName(sqsonce.HashKey("o-2"))
+	one, two := durableName(sqsonce.HashKey("o-1")), durableName(sqsonce.HashKey("o-2"))
 	invoked := map[string]int{}
 	for n, e := range execs {
 		invoked[n] = e.Invokes
