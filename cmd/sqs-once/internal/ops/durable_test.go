@@ -81,6 +81,17 @@ func TestCheckDurable(t *testing.T) {
 	}
 }
 
+// An unqualified durable Target (set on the function by hand: the
+// template refuses it) fails the target check with the fix.
+func TestCheckTargetUnqualifiedDurable(t *testing.T) {
+	m := &Migration{Stack: "orders-once", Target: "durable:orders"}
+	m.readDurable(context.Background(), &fakeDurable{err: errors.New("must not be called")})
+	c := m.checkTarget()
+	if c.Status != CheckFail || !strings.Contains(c.Detail, "names no version or alias") || m.Durable != nil {
+		t.Errorf("check %+v, want a failure saying how to qualify it", c)
+	}
+}
+
 func TestDurableExecutionOf(t *testing.T) {
 	e := executionOf("durable:orders:live", "tenant/42", "eu-west-1")
 	if e == nil || e.Name != "tenant_42-cfeec1e83cc4c080fe9f8aeedc33e8b5" ||

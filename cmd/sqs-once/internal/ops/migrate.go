@@ -510,6 +510,11 @@ func (m *Migration) checkTarget() Check {
 		// No Lambda consumer to put the stack in front of: the stack's own
 		// mapping consumes the queue, and the state machine check follows.
 		c.Status, c.Detail = CheckOK, "the stack's processor starts one execution per key of the state machine "+spec.Dest
+	case err != nil && strings.HasPrefix(m.Target, string(targets.Durable)+":"):
+		// An unqualified durable function, set by hand past the template:
+		// the processor refuses to start with it; the error says the fix.
+		c.Status, c.Detail = CheckFail, fmt.Sprintf("the processor's TARGET %s is refused at start-up: %v", m.Target, err)
+		c.Change = []string{"deploy the stack with Target=durable:<function>:<version or alias>"}
 	case spec.Kind == targets.Durable && m.Consumer == nil:
 		// As for a state machine: the durable function check follows.
 		c.Status, c.Detail = CheckOK, "the stack's processor starts one durable execution per key of "+spec.Dest
