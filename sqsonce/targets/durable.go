@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -31,11 +30,13 @@ var _ DurableAPI = (*lambda.Client)(nil)
 
 // DurableTarget starts one durable execution of a Lambda durable function
 // per message: an Invoke whose DurableExecutionName is derived from the
-// record's key (Delivery.RecordKey), with the message as a one-record SQS
-// event in Lambda's shape plus a DetailMember {"key", "payloadHash"}. The
-// event is the same on every delivery of one message, so that Lambda, which
-// answers a second Invoke of a name with the same payload by returning the
-// execution it already has, starts the key's execution once.
+// record's key (Delivery.RecordKey), with the input a states target starts
+// an execution with: the message as a one-record SQS event in Lambda's
+// shape, without what changes from one receive to the next, plus a member
+// "sqsOnce" {"key", "payloadHash"}. The input is the same on every delivery
+// of one message, so that Lambda, which answers a second Invoke of a name
+// with the same payload by returning the execution it already has, starts
+// the key's execution once.
 //
 // When Lambda refuses the name (DurableExecutionAlreadyStartedException: the
 // name holds an execution started with another payload, such as another
@@ -61,11 +62,6 @@ type DurableTarget struct {
 	// mode; nil: slog.Default().
 	Logger *slog.Logger
 }
-
-// The SQS attributes that change from one receive of a message to the next:
-// left out of a durable execution's input, which must be the same on every
-// delivery (with the receipt handle).
-var perReceiveAttributes = []string{"ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp"}
 
 // maxListPages bounds the pages of ListDurableExecutionsByFunction read to
 // find one name: the name filter leaves a handful at most.
@@ -110,43 +106,13 @@ func (t *DurableTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []
 }
 
 // durablePayload is the input a durable target starts m's execution with:
-// {"Records":[<the record as Lambda's SQS event gives it>],
-// "sqsOnce":{"key":<Delivery.Key>,"payloadHash":<Delivery.PayloadHash>}},
-// without what changes from one receive of the message to the next (the
-// receipt handle, ApproximateReceiveCount,
-// ApproximateFirstReceiveTimestamp) and without the fence (a takeover's is
-// higher): the same bytes on every delivery of one message.
+// a states target's (executionInput), the same bytes on every delivery of
+// m; a delivery without its record's key is refused, as it names nothing.
 func durablePayload(m sqsonce.Delivery) ([]byte, error) {
 	if m.RecordKey == "" {
 		return nil, errors.New("targets: a durable target needs the record's key (Delivery.RecordKey) to name its execution")
 	}
-	rec := m.Record
-	rec.ReceiptHandle = ""
-	if rec.Attributes != nil {
-		rec.Attributes = maps.Clone(rec.Attributes)
-		for _, a := range perReceiveAttributes {
-			delete(rec.Attributes, a)
-		}
-	}
-	r, err := encodeRecord(rec)
-	if err != nil {
-		return nil, fmt.Errorf("targets: encode the record: %w", err)
-	}
-	meta, err := json.Marshal(durableMeta{Key: m.Key, PayloadHash: m.PayloadHash})
-	if err != nil {
-		return nil, err
-	}
-	out := buildEvent([][]byte{r})
-	out = out[:len(out)-1] // the event's closing brace
-	out = append(out, `,"`+DetailMember+`":`...)
-	out = append(out, meta...)
-	return append(out, '}'), nil
-}
-
-// durableMeta is the DetailMember of a durable execution's input.
-type durableMeta struct {
-	Key         string `json:"key"`
-	PayloadHash string `json:"payloadHash"`
+	return executionInput(m)
 }
 
 // start invokes m's execution and says what became of it.
@@ -205,7 +171,7 @@ func (t *DurableTarget) judge(ctx context.Context, m sqsonce.Delivery, name stri
 		return fmt.Errorf("targets: Lambda answered that durable execution %s already exists and returned no input to compare", name)
 	}
 	var in struct {
-		Meta *durableMeta `json:"sqsOnce"`
+		Meta *startMeta `json:"sqsOnce"`
 	}
 	_ = json.Unmarshal([]byte(*exec.InputPayload), &in)
 	if in.Meta == nil || in.Meta.PayloadHash != m.PayloadHash {

@@ -73,7 +73,7 @@ func delivery(id, key, body string, receive int) sqsonce.Delivery {
 			Body:          body,
 			Attributes: map[string]string{
 				"ApproximateReceiveCount":          strconv.Itoa(receive),
-				"ApproximateFirstReceiveTimestamp": strconv.Itoa(1700000000000 + receive),
+				"ApproximateFirstReceiveTimestamp": "1700000000500",
 				"SentTimestamp":                    "1700000000000",
 			},
 			EventSource:    "aws:sqs",
