@@ -316,3 +316,28 @@ func TestDurableThroughTheProcessor(t *testing.T) {
 		t.Errorf("%d refusals, outcomes %v; want the other message refused by name and counted AlreadyStarted, the last a Duplicate", stub.Refusals(), kinds)
 	}
 }
+
+// TestDurableFIFOGroupStopsAfterAFailure: on a FIFO source the starts are
+// made in order, and a group whose start failed starts none of its later
+// messages; another group goes on.
+func TestDurableFIFOGroupStopsAfterAFailure(t *testing.T) {
+	t.Parallel()
+	stub, tg := durableSetup(t)
+	stub.Put("orders", "live", durableName("k1"), []byte(`{}`)) // someone else's: a mismatch
+	fifo := func(d sqsonce.Delivery, group string) sqsonce.Delivery {
+		d.Record.EventSourceARN = durableQueueARN + ".fifo"
+		d.Record.Attributes["MessageGroupId"] = group
+		return d
+	}
+	errs := tg.Deliver(context.Background(), []sqsonce.Delivery{
+		fifo(delivery("m-1", "k1", `{}`, 1), "g1"),
+		fifo(delivery("m-2", "k2", `{}`, 1), "g1"),
+		fifo(delivery("m-3", "k3", `{}`, 1), "g2"),
+	})
+	if !errors.Is(errs[0], sqsonce.ErrPayloadMismatch) || !errors.Is(errs[1], targets.ErrGroupBlocked) || errs[2] != nil {
+		t.Fatalf("errors %v; want a mismatch, its group's next blocked, the other group started", errs)
+	}
+	if _, started := stub.Executions()[durableName("k2")]; started {
+		t.Error("k2 started after its group's earlier start failed")
+	}
+}
