@@ -605,6 +605,7 @@ func TestDeployedTargets(t *testing.T) {
 	deployed := map[string]bool{
 		"none": true, "lambda by name": true, "lambda by ARN with alias": true, "sqs": true,
 		"sns": true, "events by name": true, "events by ARN": true, "sqs with KMS key": true, "states": true,
+		"durable by name with alias": true, "durable by ARN with version": true,
 	}
 	eventParams := map[string]string{"TargetEventSource": "com.example.orders", "TargetDetailType": "Order placed"}
 	for name := range deployed {
@@ -622,6 +623,9 @@ func TestDeployedTargets(t *testing.T) {
 			if strings.HasPrefix(params["Target"], "events:") {
 				maps.Copy(params, eventParams)
 			}
+			if strings.HasPrefix(params["Target"], "durable:arn:") {
+				params["TargetInvocationType"] = "RequestResponse"
+			}
 			st := deploy(t, params)
 			if st.Status != "CREATE_COMPLETE" {
 				t.Fatalf("stack status %s", st.Status)
@@ -630,6 +634,7 @@ func TestDeployedTargets(t *testing.T) {
 			proc := st.Functions[processorID]
 			for name, param := range map[string]string{
 				"TARGET": "Target", "TARGET_EVENT_SOURCE": "TargetEventSource", "TARGET_DETAIL_TYPE": "TargetDetailType",
+				"TARGET_INVOCATION_TYPE": "TargetInvocationType",
 			} {
 				got, ok := proc.Env[name]
 				if !ok || got != p[param] {
@@ -642,6 +647,9 @@ func TestDeployedTargets(t *testing.T) {
 				t.Fatalf("processor refuses the deployed environment: %v", err)
 			}
 			checkTarget(t, pc.Target, p["Target"], p["TargetEventSource"], p["TargetDetailType"])
+			if d, ok := pc.Target.(*targets.DurableTarget); ok && d.Synchronous != (p["TargetInvocationType"] == "RequestResponse") {
+				t.Errorf("durable target synchronous %v with TargetInvocationType %q", d.Synchronous, p["TargetInvocationType"])
+			}
 
 			got := deployedGrants(t, st, processorID)
 			account := strings.Split(proc.ARN, ":")[4]
@@ -688,6 +696,8 @@ func checkTarget(t *testing.T, got sqsonce.Target, spec, source, detailType stri
 		ok = s.Kind == targets.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
 	case *targets.StateMachineTarget:
 		ok = s.Kind == targets.States && tg.StateMachineARN == s.Dest
+	case *targets.DurableTarget:
+		ok = s.Kind == targets.Durable && tg.Qualifier == s.Qualifier() && tg.Function+":"+tg.Qualifier == s.Dest
 	}
 	if !ok {
 		t.Errorf("processor Target %T %+v; want %s (event source %q, detail type %q)", got, got, spec, source, detailType)
