@@ -207,16 +207,38 @@ func TestDurableAlreadyStarted(t *testing.T) {
 	}
 }
 
-// TestDurableSynchronous invokes with RequestResponse.
+// TestDurableSynchronous invokes with RequestResponse: the record
+// succeeds when the execution did; a function error fails it, as a lambda
+// target's; a taken name whose execution of this payload ended failed
+// fails it too, one that succeeded or still runs is already started.
 func TestDurableSynchronous(t *testing.T) {
 	t.Parallel()
 	stub, tg := durableSetup(t)
 	tg.Synchronous = true
-	if err := tg.Deliver(context.Background(), []sqsonce.Delivery{delivery("m-1", "k", `{}`, 1)})[0]; err != nil {
+	ctx := context.Background()
+	if err := tg.Deliver(ctx, []sqsonce.Delivery{delivery("m-1", "k", `{}`, 1)})[0]; err != nil {
 		t.Fatal(err)
 	}
 	if in := stub.Invokes(); len(in) != 1 || in[0].InvocationType != "RequestResponse" {
 		t.Fatalf("invokes %+v, want one RequestResponse", in)
+	}
+	stub.FailSynchronous("Unhandled")
+	err := tg.Deliver(ctx, []sqsonce.Delivery{delivery("m-2", "k2", `{}`, 1)})[0]
+	if !errors.Is(err, targets.ErrFunctionError) || errors.Is(err, sqsonce.ErrTargetRefused) || errors.Is(err, sqsonce.ErrAlreadyStarted) {
+		t.Fatalf("a failed execution: %v, want ErrFunctionError, to retry", err)
+	}
+	stub.FailSynchronous("")
+	// Another message of the key (its own message id) meets the name.
+	for status, want := range map[string]error{"FAILED": targets.ErrFunctionError, "TIMED_OUT": targets.ErrFunctionError, "SUCCEEDED": sqsonce.ErrAlreadyStarted, "RUNNING": sqsonce.ErrAlreadyStarted} {
+		stub.SetStatus(durableName("k2"), status)
+		if err := tg.Deliver(ctx, []sqsonce.Delivery{delivery("m-3", "k2", `{}`, 1)})[0]; !errors.Is(err, want) {
+			t.Errorf("the key's execution %s: %v, want %v", status, err, want)
+		}
+	}
+	tg.Synchronous = false
+	stub.SetStatus(durableName("k2"), "FAILED")
+	if err := tg.Deliver(ctx, []sqsonce.Delivery{delivery("m-3", "k2", `{}`, 1)})[0]; !errors.Is(err, sqsonce.ErrAlreadyStarted) {
+		t.Errorf("asynchronous, the key's execution FAILED: %v, want ErrAlreadyStarted (the start is what the target promises)", err)
 	}
 }
 

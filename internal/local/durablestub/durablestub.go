@@ -49,6 +49,8 @@ type Execution struct {
 	// Invokes counts the Invokes of its name with its payload, the first
 	// included.
 	Invokes int
+	// Status is RUNNING until SetStatus changes it.
+	Status string
 }
 
 // Invoke is one Invoke request as the stub received it.
@@ -75,6 +77,9 @@ type Stub struct {
 	invokes    []Invoke
 	refusals   int
 	next       int
+	// functionError, when set, is the X-Amz-Function-Error of every
+	// synchronous Invoke: the execution failed.
+	functionError string
 }
 
 // Start serves a stub on a free loopback port until Close.
@@ -118,6 +123,25 @@ func (s *Stub) Refusals() int {
 	return s.refusals
 }
 
+// FailSynchronous makes every synchronous Invoke answer as an execution
+// that failed: X-Amz-Function-Error set to kind ("Unhandled"), an error
+// object as the payload. "" turns it off.
+func (s *Stub) FailSynchronous(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.functionError = kind
+}
+
+// SetStatus sets the status the stub reports of the execution named name:
+// RUNNING, SUCCEEDED, FAILED, TIMED_OUT or STOPPED.
+func (s *Stub) SetStatus(name, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.executions[name]; ok {
+		e.Status = status
+	}
+}
+
 // Put records an execution as if started with payload, as another starter
 // would have: a test's name taken beforehand.
 func (s *Stub) Put(function, qualifier, name string, payload []byte) {
@@ -133,6 +157,7 @@ func (s *Stub) start(function, qualifier, name string, payload []byte) *Executio
 		Function: functionARN(function),
 		ARN:      fmt.Sprintf("%s:%s/durable-execution/%s/%08d-stub", functionARN(function), versionOf(qualifier), name, s.next),
 		Payload:  bytes.Clone(payload),
+		Status:   "RUNNING",
 	}
 	s.executions[name] = e
 	s.byARN[e.ARN] = e
@@ -246,6 +271,12 @@ func (s *Stub) invoke(w http.ResponseWriter, r *http.Request, function string) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if s.functionError != "" {
+		w.Header().Set("X-Amz-Function-Error", s.functionError)
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"errorType":"Error","errorMessage":"the execution failed"}`) //nolint:errcheck // the client reads what arrives
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, "null") //nolint:errcheck // the client reads what arrives
 }
@@ -268,7 +299,7 @@ func (s *Stub) list(w http.ResponseWriter, r *http.Request) {
 	for _, e := range s.executions {
 		if strings.Contains(e.Name, filter) {
 			out.DurableExecutions = append(out.DurableExecutions, summary{
-				DurableExecutionArn: e.ARN, DurableExecutionName: e.Name, FunctionArn: e.Function, Status: "RUNNING", StartTimestamp: 1.7e9,
+				DurableExecutionArn: e.ARN, DurableExecutionName: e.Name, FunctionArn: e.Function, Status: e.Status, StartTimestamp: 1.7e9,
 			})
 		}
 	}
@@ -283,7 +314,7 @@ func (s *Stub) get(w http.ResponseWriter, arn string) {
 	if ok {
 		out = map[string]any{
 			"DurableExecutionArn": e.ARN, "DurableExecutionName": e.Name, "FunctionArn": e.Function,
-			"Status": "RUNNING", "StartTimestamp": 1.7e9, "InputPayload": string(e.Payload), "ExecutionDataIncluded": true,
+			"Status": e.Status, "StartTimestamp": 1.7e9, "InputPayload": string(e.Payload), "ExecutionDataIncluded": true,
 		}
 	}
 	s.mu.Unlock()
