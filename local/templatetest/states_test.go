@@ -239,9 +239,12 @@ func TestStatesTargetOneExecutionPerKey(t *testing.T) {
 			// other half are still open: a start with the same input
 			// succeeds without starting anything (moto_server, like Step
 			// Functions, runs nothing: its executions stay RUNNING).
+			half := map[string]bool{}
 			for i := 1; i < keys; i += 6 {
-				stopExecution(t, cfg, machine, fmt.Sprintf("o-%d", i))
-				stopped++
+				half[fmt.Sprintf("o-%d", i)] = true
+			}
+			if stopped = stopExecutions(t, cfg, machine, half); stopped != len(half) {
+				t.Fatalf("stopped the executions of %d keys, want %d", stopped, len(half))
 			}
 		}
 		// The visibility timeout passes, and with it the crashed locks.
@@ -277,28 +280,28 @@ func TestStatesTargetOneExecutionPerKey(t *testing.T) {
 	}
 }
 
-// stopExecution stops key's execution, as if it had finished.
-func stopExecution(t *testing.T, cfg aws.Config, machine, key string) {
+// stopExecutions stops the executions whose input carries one of keys, as
+// if they had finished, and returns how many keys it stopped (found by
+// input, not by name, so that a wrong name fails the test's count, not
+// this lookup).
+func stopExecutions(t *testing.T, cfg aws.Config, machine string, keys map[string]bool) int {
 	t.Helper()
 	c := sfn.NewFromConfig(cfg)
 	ctx := testContext(t, time.Minute)
-	p := sfn.NewListExecutionsPaginator(c, &sfn.ListExecutionsInput{StateMachineArn: aws.String(machine)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
+	stopped := map[string]bool{}
+	for key, names := range executionsByKey(t, cfg, machine) {
+		if !keys[key] {
+			continue
 		}
-		for _, e := range page.Executions {
-			if aws.ToString(e.Name) != key {
-				continue
-			}
-			if _, err := c.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: e.ExecutionArn}); err != nil {
+		for _, name := range names {
+			arn := strings.Replace(machine, ":stateMachine:", ":execution:", 1) + ":" + name
+			if _, err := c.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(arn)}); err != nil {
 				t.Fatal(err)
 			}
-			return
+			stopped[key] = true
 		}
 	}
-	t.Fatalf("no execution named %s", key)
+	return len(stopped)
 }
 
 // invocation is an invocation's context: its deadline two minutes after
