@@ -490,6 +490,7 @@ func apiGrants(iface reflect.Type, service, resource string) []grant {
 // targetConditions are the conditions of the processor's Target policies.
 var targetConditions = map[string]bool{
 	"IsLambdaTarget": true, "IsSqsTarget": true, "IsSnsTarget": true, "IsEventsTarget": true, "IsStatesTarget": true, "HasTargetKmsKey": true,
+	"IsDurableTarget": true,
 }
 
 // actionMatches reports whether an IAM action pattern (with * wildcards)

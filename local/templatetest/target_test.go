@@ -73,6 +73,14 @@ func TestTargetPattern(t *testing.T) {
 		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:orders", ok: true},
 		{value: "states:arn:aws-cn:states:cn-north-1:111122223333:stateMachine:Orders.v2_(eu)@x", ok: true},
 		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:" + strings.Repeat("s", 80), ok: true},
+		{value: "durable:orders:live", ok: true},
+		{value: "durable:orders:7", ok: true},
+		{value: "durable:" + name64 + ":live", ok: true},
+		{value: "durable:arn:live", ok: true},              // a function named arn
+		{value: "durable:123456789012:function", ok: true}, // a function named with 12 digits, alias function
+		{value: "durable:123456789012:function:orders:live", ok: true},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:3", ok: true},
+		{value: "durable:arn:aws-us-gov:lambda:us-gov-west-1:111122223333:function:orders:live", ok: true},
 
 		{value: "lambda", ok: false},
 		{value: "lambda:", ok: false},
@@ -107,6 +115,14 @@ func TestTargetPattern(t *testing.T) {
 		{value: "states:arn:aws:states:us-east-1:123456789012:stateMachine:or*", ok: false},
 		{value: "states:arn:aws:states:us-east-1:123456789012:execution:orders:x", ok: false},
 		{value: "states:arn:aws:states:us-east-1:12345678901:stateMachine:orders", ok: false},
+		{value: "durable:orders", ok: false}, // unqualified
+		{value: "durable:orders:$LATEST", ok: false},
+		{value: "durable:orders:", ok: false},
+		{value: "durable:orders:live:7", ok: false},
+		{value: "durable:123456789012:function:orders", ok: false},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders", ok: false},
+		{value: "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:$LATEST", ok: false},
+		{value: "Durable:orders:live", ok: false},
 
 		{value: "sqs:http://localhost:4566/000000000000/orders", narrower: "not SQS's endpoint: no queue ARN to grant sqs:SendMessage on"},
 		{value: "sqs:https://queue.amazonaws.com/123456789012/orders", narrower: "SQS's legacy endpoint: the region is not in the host"},
@@ -164,6 +180,19 @@ func lambdaGrants(arn string) []grant {
 	return []grant{{"lambda:InvokeFunction", arn}, {"lambda:InvokeFunction", arn + ":*"}}
 }
 
+// durableGrants are a durable target's: Invoke on the qualified function,
+// the listing of its executions by that qualifier and without, and the
+// reading of any of its executions (whose ARN names the version an alias
+// resolves to).
+func durableGrants(function, qualifier string) []grant {
+	return []grant{
+		{"lambda:InvokeFunction", function + ":" + qualifier},
+		{"lambda:ListDurableExecutionsByFunction", function},
+		{"lambda:ListDurableExecutionsByFunction", function + ":" + qualifier},
+		{"lambda:GetDurableExecution", function + ":*/durable-execution/*"},
+	}
+}
+
 const kmsKey = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 var targetCases = []targetCase{
@@ -205,6 +234,18 @@ var targetCases = []targetCase{
 		grants: []grant{{"events:PutEvents", "arn:aws:events:${AWS::Region}:${AWS::AccountId}:event-bus/aws.partner/example.com/123/orders"}}},
 	{name: "events by ARN", params: map[string]string{"Target": "events:arn:aws:events:eu-west-1:111122223333:event-bus/orders"},
 		grants: []grant{{"events:PutEvents", "arn:aws:events:eu-west-1:111122223333:event-bus/orders"}}},
+	{name: "durable by name with alias", params: map[string]string{"Target": "durable:orders:live"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:orders", "live")},
+	{name: "durable named arn", params: map[string]string{"Target": "durable:arn:live"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:arn", "live")},
+	{name: "durable named with 12 digits, alias function", params: map[string]string{"Target": "durable:123456789012:function"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:${AWS::AccountId}:function:123456789012", "function")},
+	{name: "durable by partial ARN with version", params: map[string]string{"Target": "durable:111122223333:function:orders:7"},
+		grants: durableGrants("arn:aws:lambda:${AWS::Region}:111122223333:function:orders", "7")},
+	{name: "durable by ARN with version", params: map[string]string{"Target": "durable:arn:aws:lambda:eu-west-1:111122223333:function:orders:3"},
+		grants: durableGrants("arn:aws:lambda:eu-west-1:111122223333:function:orders", "3")},
+	{name: "durable by ARN in another partition", params: map[string]string{"Target": "durable:arn:aws-cn:lambda:cn-north-1:111122223333:function:orders:live"},
+		grants: durableGrants("arn:aws-cn:lambda:cn-north-1:111122223333:function:orders", "live")},
 	{name: "states", params: map[string]string{"Target": "states:arn:aws:states:eu-west-1:111122223333:stateMachine:orders"},
 		grants: statesGrants("arn:aws:states:eu-west-1:111122223333", "orders")},
 	{name: "states in another partition", params: map[string]string{"Target": "states:arn:aws-cn:states:cn-north-1:111122223333:stateMachine:Orders.v2"},
@@ -268,6 +309,13 @@ func TestTargetPolicies(t *testing.T) {
 					t.Fatalf("the processor refuses this Target: %v", err)
 				}
 				// The function granted is the one the processor calls.
+				if spec.Kind == targets.Durable {
+					arn := tc.grants[0].Resource
+					parts := strings.Split(arn, ":")
+					if name, q := parts[len(parts)-2], parts[len(parts)-1]; name != spec.FunctionName() || q != spec.Qualifier() {
+						t.Errorf("granted Invoke on %s:%s, the processor invokes %s:%s", name, q, spec.FunctionName(), spec.Qualifier())
+					}
+				}
 				if spec.Kind == targets.Lambda {
 					arn := tc.grants[0].Resource
 					if name := arn[strings.LastIndex(arn, ":")+1:]; name != spec.FunctionName() {
@@ -302,10 +350,15 @@ func TestTargetGrantsMatchTheClients(t *testing.T) {
 		"sns":    reflect.TypeFor[targets.SNSTarget](),
 		"events": reflect.TypeFor[targets.EventsTarget](),
 		"states": reflect.TypeFor[targets.StateMachineTarget](),
+		// A Lambda durable function: the durable target's calls are Lambda's.
+		"durable": reflect.TypeFor[targets.DurableTarget](),
 	}
 	// How IAM authorises each call: a batch call as its single form, and
 	// Lambda's Invoke as lambda:InvokeFunction.
 	action := func(service, method string) string {
+		if service == "durable" {
+			service = "lambda"
+		}
 		if service == "lambda" && method == "Invoke" {
 			return "lambda:InvokeFunction"
 		}
@@ -552,6 +605,7 @@ func TestDeployedTargets(t *testing.T) {
 	deployed := map[string]bool{
 		"none": true, "lambda by name": true, "lambda by ARN with alias": true, "sqs": true,
 		"sns": true, "events by name": true, "events by ARN": true, "sqs with KMS key": true, "states": true,
+		"durable by name with alias": true, "durable by ARN with version": true,
 	}
 	eventParams := map[string]string{"TargetEventSource": "com.example.orders", "TargetDetailType": "Order placed"}
 	for name := range deployed {
@@ -569,6 +623,9 @@ func TestDeployedTargets(t *testing.T) {
 			if strings.HasPrefix(params["Target"], "events:") {
 				maps.Copy(params, eventParams)
 			}
+			if strings.HasPrefix(params["Target"], "durable:arn:") {
+				params["TargetInvocationType"] = "RequestResponse"
+			}
 			st := deploy(t, params)
 			if st.Status != "CREATE_COMPLETE" {
 				t.Fatalf("stack status %s", st.Status)
@@ -577,6 +634,7 @@ func TestDeployedTargets(t *testing.T) {
 			proc := st.Functions[processorID]
 			for name, param := range map[string]string{
 				"TARGET": "Target", "TARGET_EVENT_SOURCE": "TargetEventSource", "TARGET_DETAIL_TYPE": "TargetDetailType",
+				"TARGET_INVOCATION_TYPE": "TargetInvocationType",
 			} {
 				got, ok := proc.Env[name]
 				if !ok || got != p[param] {
@@ -589,6 +647,9 @@ func TestDeployedTargets(t *testing.T) {
 				t.Fatalf("processor refuses the deployed environment: %v", err)
 			}
 			checkTarget(t, pc.Target, p["Target"], p["TargetEventSource"], p["TargetDetailType"])
+			if d, ok := pc.Target.(*targets.DurableTarget); ok && d.Synchronous != (p["TargetInvocationType"] == "RequestResponse") {
+				t.Errorf("durable target synchronous %v with TargetInvocationType %q", d.Synchronous, p["TargetInvocationType"])
+			}
 
 			got := deployedGrants(t, st, processorID)
 			account := strings.Split(proc.ARN, ":")[4]
@@ -635,6 +696,8 @@ func checkTarget(t *testing.T, got sqsonce.Target, spec, source, detailType stri
 		ok = s.Kind == targets.Events && tg.Bus == s.Dest && tg.Source == source && tg.DetailType == detailType
 	case *targets.StateMachineTarget:
 		ok = s.Kind == targets.States && tg.StateMachineARN == s.Dest
+	case *targets.DurableTarget:
+		ok = s.Kind == targets.Durable && tg.Qualifier == s.Qualifier() && tg.Function+":"+tg.Qualifier == s.Dest
 	}
 	if !ok {
 		t.Errorf("processor Target %T %+v; want %s (event source %q, detail type %q)", got, got, spec, source, detailType)

@@ -1,9 +1,11 @@
 // Package targets delivers the records a sqsonce.Processor has locked to
 // what consumes them today: a Lambda function (ToFunction: one synchronous
 // invocation per batch, in Lambda's own SQS event shape), an SQS queue
-// (ToQueue), an SNS topic (ToTopic), an EventBridge bus (ToBus) or a Step
+// (ToQueue), an SNS topic (ToTopic), an EventBridge bus (ToBus), a Step
 // Functions state machine (ToStateMachine: one execution per key, named
-// after it). FromEnv reads the deployed processor's TARGET.
+// after it) or a Lambda durable function (ToDurableFunction: one durable
+// execution per key, likewise). FromEnv reads the deployed processor's
+// TARGET.
 //
 // It is a package of its own so that a program without a target links none
 // of the Lambda, SNS and EventBridge clients.

@@ -251,9 +251,9 @@ func FuzzTargetFromEnv(f *testing.F) {
 		if again, err := ParseSpec(parsed.String()); err != nil || again != parsed {
 			t.Fatalf("ParseSpec(%q) = %v, %v; first read as %v", parsed, again, err, parsed)
 		}
-		if parsed.Kind == Lambda {
+		if parsed.Kind == Lambda || parsed.Kind == Durable {
 			if parsed.FunctionName() == "" || parsed.FunctionName() == strings.TrimSpace(self) {
-				t.Fatalf("lambda target %q (function %q) accepted with AWS_LAMBDA_FUNCTION_NAME=%q", spec, parsed.FunctionName(), self)
+				t.Fatalf("%s target %q (function %q) accepted with AWS_LAMBDA_FUNCTION_NAME=%q", parsed.Kind, spec, parsed.FunctionName(), self)
 			}
 		}
 	})

@@ -132,6 +132,8 @@ func (s Spec) ExecutionName(recordKey string) (string, bool) {
 	switch s.Kind {
 	case States:
 		return stateMachineExecutionName(recordKey), true
+	case Durable:
+		return durableExecutionName(recordKey), true
 	}
 	return "", false
 }

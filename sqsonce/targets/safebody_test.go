@@ -18,14 +18,15 @@ func TestTargetClientsNeverRepeatAnAnsweredDelivery(t *testing.T) {
 	q, err2 := targets.ToQueue(awsCfg, "https://sqs.us-east-1.amazonaws.com/123456789012/dest")
 	topic, err3 := targets.ToTopic(awsCfg, "arn:aws:sns:us-east-1:123456789012:orders")
 	bus, err4 := targets.ToBus(awsCfg, "orders", "", "")
-	for _, err := range []error{err1, err2, err3, err4} {
+	durable, err5 := targets.ToDurableFunction(awsCfg, "orders", "live")
+	for _, err := range []error{err1, err2, err3, err4, err5} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	msgs := []sqsonce.Delivery{{}}
-	msgs[0].Record.MessageId, msgs[0].Record.Body, msgs[0].Key = "m-1", `{"a":1}`, "k"
-	for i, tg := range []sqsonce.Target{fn, q, topic, bus} {
+	msgs[0].Record.MessageId, msgs[0].Record.Body, msgs[0].Key, msgs[0].RecordKey = "m-1", `{"a":1}`, "k", "k"
+	for i, tg := range []sqsonce.Target{fn, q, topic, bus, durable} {
 		before, _ := check.Counts()
 		tg.Deliver(context.Background(), msgs)
 		if after, _ := check.Counts(); after == before {

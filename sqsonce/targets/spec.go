@@ -21,6 +21,10 @@ const (
 	States Kind = "states" // states:<state machine ARN>
 )
 
+// Durable is a Lambda durable function, qualified:
+// durable:<function name or ARN>:<version or alias>.
+const Durable Kind = "durable"
+
 // Spec is a parsed TARGET: what kind of destination, and which.
 type Spec struct {
 	Kind Kind
@@ -71,8 +75,18 @@ func valid(kind Kind, dest string) bool {
 		return busName().MatchString(dest) || busARN().MatchString(dest)
 	case States:
 		return stateMachineARN().MatchString(dest)
+	case Durable:
+		return validDurable(dest)
 	}
 	return false
+}
+
+// validDurable accepts a function name, partial or full ARN with a version
+// or alias, not $LATEST: a durable function is invoked by a qualified ARN,
+// and an execution's replays must run the code it started with.
+func validDurable(dest string) bool {
+	m := lambdaName().FindStringSubmatch(dest)
+	return m != nil && m[6] != "" && m[6] != "$LATEST"
 }
 
 // forms are the ways a destination of kind is written, as its constructor
@@ -89,6 +103,8 @@ func forms(kind Kind) []string {
 		return []string{"<bus name>", "arn:aws:events:<region>:<account>:event-bus/<name>"}
 	case States:
 		return []string{"arn:aws:states:<region>:<account>:stateMachine:<name>"}
+	case Durable:
+		return []string{"<function name or ARN>:<version or alias> (not $LATEST)"}
 	}
 	return nil
 }
@@ -120,9 +136,11 @@ func parseSpec(s string) (spec Spec, want string) {
 	spec = Spec{Kind: Kind(kind), Dest: dest}
 	switch {
 	case !ok || dest == "":
-		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN>, events:<bus> or states:<state machine ARN>"
+		return Spec{}, "want lambda:<function>, sqs:<queue URL>, sns:<topic ARN>, events:<bus>, states:<state machine ARN> or durable:<function>:<version or alias>"
 	case forms(spec.Kind) == nil:
-		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns, events or states", kind)
+		return Spec{}, fmt.Sprintf("unknown kind %q: want lambda, sqs, sns, events, states or durable", kind)
+	case spec.Kind == Durable && !valid(spec.Kind, dest) && durableFix(dest) != "":
+		return Spec{}, durableFix(dest)
 	case !valid(spec.Kind, dest):
 		want := forms(spec.Kind)
 		for i, f := range want {
@@ -143,20 +161,35 @@ func queueURL(s string) bool {
 	return len(path) == 2 && path[0] != "" && path[1] != ""
 }
 
-// FunctionName is the function a lambda target names, without account,
-// region or qualifier: what the processor compares with its own name.
+// durableFix says how to qualify a durable target's function that is
+// unqualified or $LATEST; "" for a destination of another defect.
+func durableFix(dest string) string {
+	m := lambdaName().FindStringSubmatch(dest)
+	switch {
+	case m == nil:
+		return ""
+	case m[6] == "":
+		return fmt.Sprintf("durable:%s names no version or alias: Lambda invokes a durable function by a qualified ARN; publish a version (or an alias to one) and write durable:%s:<version or alias>", dest, dest)
+	case m[6] == "$LATEST":
+		return fmt.Sprintf("durable:%s: $LATEST is refused: an execution's replays must run the code it started with; publish a version (or an alias to one) and name it instead", dest)
+	}
+	return ""
+}
+
+// FunctionName is the function a lambda or durable target names, without
+// account, region or qualifier: what the processor compares with its own name.
 func (s Spec) FunctionName() string {
 	m := lambdaName().FindStringSubmatch(s.Dest)
-	if s.Kind != Lambda || m == nil {
+	if (s.Kind != Lambda && s.Kind != Durable) || m == nil {
 		return ""
 	}
 	return m[4]
 }
 
-// Qualifier is a lambda target's alias or version, "" for none.
+// Qualifier is a lambda or durable target's alias or version, "" for none.
 func (s Spec) Qualifier() string {
 	m := lambdaName().FindStringSubmatch(s.Dest)
-	if s.Kind != Lambda || m == nil {
+	if (s.Kind != Lambda && s.Kind != Durable) || m == nil {
 		return ""
 	}
 	return m[6]

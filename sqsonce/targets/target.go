@@ -3,6 +3,7 @@ package targets
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -72,9 +73,30 @@ func ToBus(awsCfg aws.Config, bus, source, detailType string) (*EventsTarget, er
 	return newBus(awsCfg, bus, source, detailType), nil
 }
 
+// ToDurableFunction is the target that starts one execution of a Lambda
+// durable function per message, named after the record's key (see
+// DurableTarget), asynchronously: set the target's Synchronous to wait for
+// each execution's end. function is a function name, a partial ARN
+// (<account>:function:<name>) or a full ARN, without qualifier; qualifier
+// is a version or an alias, not $LATEST (Lambda invokes a durable function
+// by a qualified ARN, and an execution's replays must run the code it
+// started with). Another form is an error matching ErrBadSpec.
+func ToDurableFunction(awsCfg aws.Config, function, qualifier string) (*DurableTarget, error) {
+	if m := lambdaName().FindStringSubmatch(function); m == nil || m[6] != "" {
+		return nil, fmt.Errorf("%w: ToDurableFunction: function %q: want <function name or ARN> without a qualifier (the qualifier is its own argument)", ErrBadSpec, function)
+	}
+	if !valid(Durable, function+":"+qualifier) {
+		return nil, fmt.Errorf("%w: ToDurableFunction: qualifier %q: want a version or an alias (up to 128 of [A-Za-z0-9_-]), not $LATEST: publish a version of the durable function", ErrBadSpec, qualifier)
+	}
+	return newDurable(awsCfg, function, qualifier, false, nil), nil
+}
+
 // FromEnv builds the target the deployed processor's environment names:
 // TARGET (lambda:<function>, sqs:<queue URL>, sns:<topic ARN>,
-// events:<bus> or states:<state machine ARN>), with TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus.
+// events:<bus>, states:<state machine ARN> or durable:<function>:<version
+// or alias>), with TARGET_EVENT_SOURCE and TARGET_DETAIL_TYPE for a bus and
+// TARGET_INVOCATION_TYPE (Event, the default, or RequestResponse) for a
+// durable function.
 // It returns nil, nil when TARGET is not set. A lambda target naming
 // AWS_LAMBDA_FUNCTION_NAME, the processor's own function, is refused: every
 // delivery would invoke the processor again. Errors name the variables.
@@ -83,6 +105,7 @@ func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger 
 	s := r.String("TARGET", "")
 	source := r.String("TARGET_EVENT_SOURCE", "")
 	detailType := r.String("TARGET_DETAIL_TYPE", "")
+	invocationType := r.OneOf("TARGET_INVOCATION_TYPE", "Event", "Event", "RequestResponse")
 	self := r.String("AWS_LAMBDA_FUNCTION_NAME", "")
 	if s == "" {
 		return nil, r.Err()
@@ -92,7 +115,7 @@ func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger 
 	case want != "":
 		// The words of someone who set a variable, without the package.
 		r.Fail("TARGET", "invalid target %q: %s", s, want)
-	case spec.Kind == Lambda && self != "" && spec.FunctionName() == self:
+	case (spec.Kind == Lambda || spec.Kind == Durable) && self != "" && spec.FunctionName() == self:
 		r.Fail("TARGET", "%s: the target is the processor's own function %s: every delivery would invoke the processor again", spec, self)
 	}
 	if err := r.Err(); err != nil {
@@ -107,6 +130,9 @@ func FromEnv(lookup func(name string) (string, bool), awsCfg aws.Config, logger 
 		return newTopic(awsCfg, spec.Dest), nil
 	case States:
 		return newStateMachine(awsCfg, spec.Dest), nil
+	case Durable:
+		q := spec.Qualifier()
+		return newDurable(awsCfg, strings.TrimSuffix(spec.Dest, ":"+q), q, invocationType == "RequestResponse", logger), nil
 	}
 	return newBus(awsCfg, spec.Dest, source, detailType), nil
 }
@@ -120,6 +146,14 @@ func newFunction(awsCfg aws.Config, function string, logger *slog.Logger) *Lambd
 		o.APIOptions = safeBody(o.APIOptions)
 	})
 	return &LambdaTarget{API: api, Function: function, Logger: logger}
+}
+
+func newDurable(awsCfg aws.Config, function, qualifier string, synchronous bool, logger *slog.Logger) *DurableTarget {
+	api := lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
+		o.Retryer = invokeRetryer()
+		o.APIOptions = safeBody(o.APIOptions)
+	})
+	return &DurableTarget{API: api, Function: function, Qualifier: qualifier, Synchronous: synchronous, Logger: logger}
 }
 
 func newQueue(awsCfg aws.Config, queueURL string) *SQSTarget {

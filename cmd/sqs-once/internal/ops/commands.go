@@ -236,8 +236,8 @@ release and forget hash KEY and print the id looked up. A hash copied from
 the logs is looked up as it is with --hash-keys=false. A key not found
 under one id but under the other says which flag finds it.
 
-With --stack and a processor whose Target is states:<state machine ARN>,
-inspect also prints the name of the key's execution and the AWS CLI command
+With --stack and a processor whose Target is states:<state machine ARN>
+or durable:<function>:<version or alias>, inspect also prints the name of the key's execution and the AWS CLI command
 that looks it up: the execution a crashed processor may have started before
 writing the key's completion.`,
 		Example: `  sqs-once inspect --stack orders order-42

@@ -118,6 +118,8 @@ type Migration struct {
 	OtherMappings []Mapping `json:"otherMappings,omitempty"`
 	// StateMachine is the state machine a states Target names.
 	StateMachine *StateMachine `json:"stateMachine,omitempty"`
+	// Durable is the durable function a durable Target names.
+	Durable *DurableFunction `json:"durableFunction,omitempty"`
 }
 
 // MigrationOptions say which queue, stack and consumer to read.
@@ -344,6 +346,9 @@ func (m *Migration) Checks() []Check {
 		if m.StateMachine != nil {
 			checks = append(checks, m.checkStateMachine())
 		}
+		if m.Durable != nil {
+			checks = append(checks, m.checkDurable())
+		}
 	}
 	checks = append(checks, m.checkConsumer(), m.checkMappings())
 	if m.Stack != "" {
@@ -505,6 +510,14 @@ func (m *Migration) checkTarget() Check {
 		// No Lambda consumer to put the stack in front of: the stack's own
 		// mapping consumes the queue, and the state machine check follows.
 		c.Status, c.Detail = CheckOK, "the stack's processor starts one execution per key of the state machine "+spec.Dest
+	case err != nil && strings.HasPrefix(m.Target, string(targets.Durable)+":"):
+		// An unqualified durable function, set by hand past the template:
+		// the processor refuses to start with it; the error says the fix.
+		c.Status, c.Detail = CheckFail, fmt.Sprintf("the processor's TARGET %s is refused at start-up: %v", m.Target, err)
+		c.Change = []string{"deploy the stack with Target=durable:<function>:<version or alias>"}
+	case spec.Kind == targets.Durable && m.Consumer == nil:
+		// As for a state machine: the durable function check follows.
+		c.Status, c.Detail = CheckOK, "the stack's processor starts one durable execution per key of "+spec.Dest
 	case err != nil || spec.Kind != targets.Lambda:
 		c.Status, c.Detail = CheckFail, fmt.Sprintf("the stack's processor delivers to %s, not to a Lambda function: cutover moves a Lambda consumer's mapping", m.Target)
 		c.Change = []string{"deploy the stack with Target=lambda:<your consumer function>"}

@@ -31,6 +31,7 @@ func (c *cli) migration(ctx context.Context, consumer string, timeout, window in
 	})
 	if err == nil {
 		m.readStateMachine(ctx, sfn.NewFromConfig(c.cfg))
+		m.readDurable(ctx, lambda.NewFromConfig(c.cfg))
 	}
 	return m, err
 }
@@ -57,6 +58,10 @@ and says what to change for each check that fails. It changes nothing.
   state machine       with Target=states:<ARN>: it exists, and is STANDARD
                       (an EXPRESS one does not deduplicate starts by name: a
                       warning)
+  durable function    with Target=durable:<function>:<qualifier>: the version
+                      or alias exists and has durable execution on; with
+                      TargetInvocationType=RequestResponse, ProcessorTimeout
+                      outlasts the execution's wait (else a warning)
 
 Before the stack exists, give the queue (--main-queue) and the consumer
 (--consumer), and the ProcessorTimeout and ProcessorBatchingWindow you will

@@ -102,6 +102,9 @@ func executionOf(target, recordKey, region string) *Execution {
 	if !ok {
 		return nil
 	}
+	if spec.Kind == targets.Durable {
+		return durableExecution(spec, name, region)
+	}
 	e := &Execution{Name: name}
 	if spec.Kind == targets.States {
 		// arn:...:stateMachine:<machine> → arn:...:execution:<machine>:<name>
