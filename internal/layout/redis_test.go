@@ -17,10 +17,21 @@ const redisClient = "github.com/redis/go-redis"
 // shows the check looks where the client is.
 func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 	t.Parallel()
-	banned := func(pkg string) bool { return under(pkg, redisClient+"/v9") || strings.HasPrefix(pkg, redisClient+"/") }
-	store := listDeps(t, nil, "", "./sqsonce/store/redisstore")
-	if _, ok := store[redisClient+"/v9"]; !ok {
-		t.Fatalf("go list -deps ./sqsonce/store/redisstore does not list %s/v9: the check below would prove nothing", redisClient)
+	onlyStoreLinks(t, "./sqsonce/store/redisstore", redisClient+"/v9",
+		func(pkg string) bool { return under(pkg, redisClient+"/v9") || strings.HasPrefix(pkg, redisClient+"/") },
+		"the Redis client")
+}
+
+// onlyStoreLinks checks that storePkg links client (which shows the check
+// looks where the client is), and that no binary under cmd/ (as built for
+// the host and as the Makefile builds the functions for Lambda), nor
+// sqsonce, sqsoncetest or the targets, links a package banned says is the
+// client's.
+func onlyStoreLinks(t *testing.T, storePkg, client string, banned func(string) bool, what string) {
+	t.Helper()
+	store := listDeps(t, nil, "", storePkg)
+	if _, ok := store[client]; !ok {
+		t.Fatalf("go list -deps %s does not list %s: the check below would prove nothing", storePkg, client)
 	}
 	roots := []string{module + "/sqsonce", module + "/sqsonce/sqsoncetest", module + "/sqsonce/targets"}
 	for _, build := range []struct {
@@ -41,6 +52,6 @@ func TestOnlyTheRedisStoreLinksTheRedisClient(t *testing.T) {
 			t.Fatal("go list listed no command under cmd/")
 		}
 		checkNone(t, g, append(all, roots...), banned,
-			"a binary or package that does not use the Redis store links the Redis client "+strings.Join(append(build.env, build.tags), " "))
+			"a binary or package that does not use its store links "+what+" "+strings.Join(append(build.env, build.tags), " "))
 	}
 }
