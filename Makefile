@@ -40,7 +40,7 @@ SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo test cli setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -49,6 +49,12 @@ SAR_BUCKET  ?=
 demo: setup-demo
 	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
 	$(BIN_DIR)/sqs-once-local $(DEMO_FLAGS)
+
+## cli: the operator CLI (cmd/sqs-once, docs/operations.md) as bin/sqs-once;
+## `bin/sqs-once --version` prints the release (internal/version). To put it
+## on PATH instead: go -C cmd/sqs-once install .
+cli:
+	$(GO) -C cmd/sqs-once build -o $(abspath $(BIN_DIR))/sqs-once .
 
 ## test: the tools (setup installs what is missing), lint, the lock protocol's
 ## model and its mutants, then every test with the race detector: the hermetic

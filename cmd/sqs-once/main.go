@@ -3,10 +3,14 @@
 // redrive. The commands live in internal/ops; see `sqs-once --help`.
 //
 // It is a module of its own, which takes the library from its clone (a
-// replace in go.mod, so `go install ...@latest` cannot build it): from a
-// clone,
+// replace in go.mod, so `go install ...@<version>` cannot build it until
+// it is published): from a clone,
 //
-//	cd cmd/sqs-once && go install .
+//	make cli                        # bin/sqs-once
+//	go -C cmd/sqs-once install .    # sqs-once in GOBIN
+//
+// Either prints the release with --version: internal/version's constant,
+// compiled in, not the VCS stamp a build may or may not carry.
 package main
 
 import (

@@ -148,9 +148,11 @@ the shared files, SSO or the instance role.
 Exit codes: 0 done; 1 an AWS call or something unexpected failed; 2 bad
 usage; 3 refused (a live lock without --force, a record in another state or
 changed since it was read, a question not confirmed, a cutover whose
-preflight fails); 4 no such key, queue, table, stack or function; 5 a
-redrive or cutover left work undone (failed or interrupted); 6 a preflight
-check failed.
+preflight fails); 4 no such key, queue, stack or function; 5 a redrive or
+cutover left work undone (failed or interrupted); 6 a preflight check failed
+(the idempotency table's among them); 7 no such idempotency table (a missing
+table is never "no such key": sqs-once preflight names the command that
+creates it).
 --json prints one JSON document on stdout for scripts.`,
 		Example: `  sqs-once status --stack orders
   sqs-once status --stack orders --locks
@@ -239,7 +241,7 @@ func (c *cli) use(what string) {
 // wrong region or account is the usual cause of a "not found", and an
 // access error is about the credentials' permissions there.
 func (c *cli) where(err error) string {
-	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAWS) {
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrAWS) {
 		return ""
 	}
 	region := c.cfg.Region
@@ -259,7 +261,7 @@ func (c *cli) where(err error) string {
 	parts = append(parts, c.used...)
 	at := strings.Join(parts, ", ")
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNoTable):
 		return "looked in " + at + ". If it is elsewhere, give --region and --profile (or set AWS_REGION and AWS_PROFILE)."
 	case accessDenied(err):
 		return "refused in " + at + ": the credentials in use lack the permission the error names, or are not valid there."

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
@@ -21,6 +22,11 @@ func (c *cli) statusCmd() *cobra.Command {
 		Long: `status shows each queue's approximate depth (visible, in flight, delayed) and
 the age of its oldest message (CloudWatch's ApproximateAgeOfOldestMessage,
 the newest datapoint of the last 15 minutes).
+
+It also runs the store's own check on the idempotency table (the one
+preflight runs) and says its state: exists, missing, TTL off,
+misconfigured, or unknown (no dynamodb:DescribeTable). A missing table is
+exit 7 with --locks.
 
 --locks also scans the idempotency table for this stack's PROCESSING records
 and says how long until each lock expires. A scan reads the whole table,
@@ -38,8 +44,13 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			Queues  []QueueStatus `json:"queues"`
 			Locks   []Record      `json:"locks,omitempty"`
 			Scanned int           `json:"scanned,omitempty"`
+			// Table is the store's own check of the idempotency table.
+			Table *StoreCheck `json:"table,omitempty"`
 		}
 		rep := report{Targets: c.targets, Queues: []QueueStatus{}}
+		if c.targets.Table != "" {
+			rep.Table = checkDynamoTable(ctx, dynamodb.NewFromConfig(c.cfg), c.targets.Table)
+		}
 		for _, name := range []string{"main", "dlq", "operator"} {
 			u, _ := c.targets.Queue(name)
 			if u == "" {
@@ -54,6 +65,9 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		}
 		if len(rep.Queues) == 0 && !locks {
 			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
+		}
+		if locks && rep.Table != nil && rep.Table.State == TableMissing {
+			return fmt.Errorf("table %s%s: %w: no locks to list; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
 		}
 		if locks {
 			recs, err := c.records()
@@ -83,6 +97,9 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		}
 		w := c.io.Stdout
 		c.printTargets()
+		if rep.Table != nil {
+			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table))
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "queue\tvisible\tin flight\tdelayed\toldest\t")
 		for _, s := range rep.Queues {

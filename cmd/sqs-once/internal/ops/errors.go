@@ -15,8 +15,13 @@ var (
 	// ErrUsage: bad flags or arguments, or a target (queue, table) that
 	// neither --stack nor a flag gave.
 	ErrUsage = errors.New("usage")
-	// ErrNotFound: the key has no record, or a queue or table does not exist.
+	// ErrNotFound: the key has no record, or a queue, stack or function
+	// does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrNoTable: the idempotency table does not exist. Its own error, not
+	// ErrNotFound: a missing table is a broken stack, not a key that was
+	// never seen, and a script must not take one for the other.
+	ErrNoTable = errors.New("no such table")
 	// ErrRefused: the command would be unsafe as asked (a live lock without
 	// --force, a record in another state than the command is for).
 	ErrRefused = errors.New("refused")
@@ -46,6 +51,7 @@ const (
 	ExitNotFound    = 4
 	ExitIncomplete  = 5 // a redrive that left messages behind, a cutover stopped half-way
 	ExitCheckFailed = 6
+	ExitNoTable     = 7 // ErrNoTable: the idempotency table does not exist
 )
 
 // ExitCode is the process exit code for err.
@@ -55,6 +61,8 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, ErrUsage):
 		return ExitUsage
+	case errors.Is(err, ErrNoTable):
+		return ExitNoTable
 	case errors.Is(err, ErrRefused), errors.Is(err, ErrChanged), errors.Is(err, ErrDeclined):
 		return ExitRefused
 	case errors.Is(err, ErrNotFound):
@@ -67,13 +75,16 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
-// awsError turns an SDK error into one of the package's: a missing queue or
-// table is ErrNotFound, anything else ErrAWS. The SDK's error stays in the
-// chain for a closer look.
+// awsError turns an SDK error into one of the package's: a missing queue is
+// ErrNotFound, a missing table ErrNoTable, anything else ErrAWS. The SDK's
+// error stays in the chain for a closer look.
 func awsError(op string, err error) error {
-	var noQueue *sqstypes.QueueDoesNotExist
 	var noTable *ddbtypes.ResourceNotFoundException
-	if errors.As(err, &noQueue) || errors.As(err, &noTable) {
+	if errors.As(err, &noTable) {
+		return fmt.Errorf("%s: %w: create it, or point the CLI at the right one (--table, --region); sqs-once preflight names the command: %w", op, ErrNoTable, err)
+	}
+	var noQueue *sqstypes.QueueDoesNotExist
+	if errors.As(err, &noQueue) {
 		return fmt.Errorf("%s: %w: %w", op, ErrNotFound, err)
 	}
 	var api smithy.APIError

@@ -120,6 +120,11 @@ type Migration struct {
 	StateMachine *StateMachine `json:"stateMachine,omitempty"`
 	// Durable is the durable function a durable Target names.
 	Durable *DurableFunction `json:"durableFunction,omitempty"`
+	// Store is the store's own check (Processor.Check's): nil when there
+	// is no table to check (no stack, no --table).
+	Store *StoreCheck `json:"store,omitempty"`
+	// table is the stack's IdempotencyTableName output.
+	table string
 }
 
 // MigrationOptions say which queue, stack and consumer to read.
@@ -159,6 +164,7 @@ func ReadMigration(ctx context.Context, sq SQSAPI, cf StackAPI, fn MappingAPI, o
 		queueURL = outputs[outputMainQueue]
 		m.Queue.ARN = outputs[outputMainQueueArn]
 		m.StackDeadLetterARN = outputs[outputDeadLetterArn]
+		m.table = outputs[outputTable]
 		for _, p := range st.Parameters {
 			if aws.ToString(p.ParameterKey) == paramMappingEnabled {
 				m.MappingParameter = aws.ToString(p.ParameterValue)
@@ -341,6 +347,11 @@ const (
 // when it fails or warns, what to change. It makes no call.
 func (m *Migration) Checks() []Check {
 	checks := []Check{m.checkVisibility(), m.checkRedrive(), m.checkRetention()}
+	if m.Store != nil {
+		// First of the stack's: with no table, every message fails
+		// whatever the rest says.
+		checks = append(checks, m.checkTheStore())
+	}
 	if m.Stack != "" {
 		checks = append(checks, m.checkTarget())
 		if m.StateMachine != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -32,6 +33,14 @@ func (c *cli) migration(ctx context.Context, consumer string, timeout, window in
 	if err == nil {
 		m.readStateMachine(ctx, sfn.NewFromConfig(c.cfg))
 		m.readDurable(ctx, lambda.NewFromConfig(c.cfg))
+		table := m.table
+		if c.flags.Table != "" {
+			table = c.flags.Table
+		}
+		if table != "" {
+			c.use("table " + table)
+		}
+		m.readStore(ctx, dynamodb.NewFromConfig(c.cfg), table)
 	}
 	return m, err
 }
@@ -49,6 +58,12 @@ and says what to change for each check that fails. It changes nothing.
   visibility timeout  at least 6 x the processor's timeout + its batching window
   redrive policy      present, and pointing at the stack's dead-letter queue
   retention           above maxReceiveCount x the visibility timeout
+  store               the store's own check, as Processor.Check runs it:
+                      for DynamoDB the idempotency table exists, has
+                      partition key id (String) and TTL on expiresAt; for
+                      STORE=redis the server answers and evicts nothing.
+                      A failure prints the command that fixes it
+                      (aws dynamodb create-table ..., update-time-to-live ...)
   target              the stack's processor delivers to the consumer
   consumer timeout    the processor's timeout outlasts the consumer's by a tenth + 2 s
   mappings            which functions consume the queue: the consumer's
@@ -204,8 +219,10 @@ Enabled. The two never consume the queue at the same time, so no message
 reaches the consumer past the dedupe; in between, for seconds, nothing
 consumes it and messages wait.
 
-It first runs the preflight checks and refuses (exit 3) when one fails,
-except the mappings' own state, which is what it changes. --rollback does
+It first runs the preflight checks, the store's own among them (the
+idempotency table exists, with its key schema and TTL), and refuses (exit 3,
+nothing changed) when one fails, except the mappings' own state, which is
+what it changes. --rollback does
 the reverse without checks: disables the stack's mapping, then enables the
 consumer's. Both ask for confirmation (--yes skips the question), print
 each change, and may be run again: a mapping in the wanted state already is
@@ -241,8 +258,20 @@ disabled in its own infrastructure code.`,
 				for i, b := range blockers {
 					names[i] = b.Name
 				}
-				return fmt.Errorf("cutover of queue %s: %w: %s (%s); nothing was changed. Run sqs-once preflight --stack %s to see what to change",
-					QueueName(m.Queue.URL), ErrRefused, count(len(blockers), "preflight check fails", "preflight checks fail"), strings.Join(names, ", "), m.Stack)
+				// The store's fix is printed here too: with no table,
+				// the command that creates it is what the operator needs.
+				var fixes strings.Builder
+				for _, b := range blockers {
+					if b.Name != checkStore {
+						continue
+					}
+					fmt.Fprintf(&fixes, "\n%s: %s", b.Name, b.Detail)
+					for _, change := range b.Change {
+						fmt.Fprintf(&fixes, "\n  change: %s", change)
+					}
+				}
+				return fmt.Errorf("cutover of queue %s: %w: %s (%s); nothing was changed. Run sqs-once preflight --stack %s to see what to change%s",
+					QueueName(m.Queue.URL), ErrRefused, count(len(blockers), "preflight check fails", "preflight checks fail"), strings.Join(names, ", "), m.Stack, fixes.String())
 			}
 		}
 		steps, err := CutoverPlan(m, rollback)

@@ -1,0 +1,29 @@
+//go:build integration
+
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/version"
+)
+
+// TestInstalledCLIPrintsTheVersion builds the CLI as `make cli` and `go -C
+// cmd/sqs-once install .` do, with no -ldflags, and runs the binary: the
+// version it prints is compiled in, so a build from a clone says the
+// release too, not "(devel)" or nothing.
+func TestInstalledCLIPrintsTheVersion(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "sqs-once")
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.CommandContext(t.Context(), goCmd, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(t.Context(), bin, "--version").Output()
+	if want := "sqs-once version " + version.Version + "\n"; err != nil || string(out) != want {
+		t.Errorf("bin/sqs-once --version: %q (%v); want %q", out, err, want)
+	}
+}
