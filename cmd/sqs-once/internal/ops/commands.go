@@ -56,13 +56,14 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
 		}
 		if locks {
-			recs, err := c.records()
+			recs, closeStore, err := c.records(ctx)
 			if err != nil {
 				return err
 			}
+			defer closeStore()
 			var bar *progressBar
 			if c.io.Terminal(c.io.Stderr) {
-				bar = newProgressBar(c.io.Stderr, "scanning "+recs.Table, 0)
+				bar = newProgressBar(c.io.Stderr, "scanning "+recs.where(), 0)
 			}
 			found, err := recs.Locks(ctx, func(scanned, n int) {
 				rep.Scanned = scanned
@@ -461,10 +462,11 @@ func (c *cli) keyCommand(body func(ctx context.Context, recs *Records, key strin
 		if err != nil {
 			return err
 		}
-		recs, err := c.records()
+		recs, closeStore, err := c.records(ctx)
 		if err != nil {
 			return err
 		}
+		defer closeStore()
 		if recs.HashKeys {
 			// The id differs from the key given: say what is looked up,
 			// on stderr, so that --json's stdout stays one document.
