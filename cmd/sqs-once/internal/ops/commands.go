@@ -208,7 +208,7 @@ func describe(r Record, now time.Time) [][2]string {
 		}
 	}
 	if r.Status != store.StatusCompleted && r.ExpiresAt != nil {
-		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): DynamoDB may delete the record after this", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
+		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): the store may delete the record after this (DynamoDB TTL, Redis key expiry, PostgreSQL Sweep)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
 	return lines
 }
