@@ -55,12 +55,16 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		if len(rep.Queues) == 0 && !locks {
 			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
 		}
+		// scannedIn names the store --locks scanned: the table, or a
+		// Redis server or PostgreSQL table.
+		var scannedIn string
 		if locks {
 			recs, closeStore, err := c.records(ctx)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
+			scannedIn = recs.where()
 			var bar *progressBar
 			if c.io.Terminal(c.io.Stderr) {
 				bar = newProgressBar(c.io.Stderr, "scanning "+recs.where(), 0)
@@ -113,7 +117,7 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			}
 		}
 		if locks {
-			fmt.Fprintf(w, "\n%s under %s# (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, count(rep.Scanned, "item", "items"))
+			fmt.Fprintf(w, "\n%s under %s# in %s (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, scannedIn, count(rep.Scanned, "item", "items"))
 			if len(rep.Locks) > 0 {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				// A hashed id cannot be turned back into its key: the

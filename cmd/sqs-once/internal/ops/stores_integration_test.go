@@ -36,7 +36,7 @@ func TestRecordCommandsOnRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recordCommands(t, s, "--store", "redis", "--redis-url", "redis://"+srv.Addr)
+	recordCommands(t, s, "Redis redis://"+srv.Addr, "--store", "redis", "--redis-url", "redis://"+srv.Addr)
 }
 
 // TestRecordCommandsOnPostgres is the same on a PostgreSQL store: a
@@ -60,7 +60,7 @@ func TestRecordCommandsOnPostgres(t *testing.T) {
 	if err := pgstore.CreateTable(t.Context(), pool, table); err != nil {
 		t.Fatal(err)
 	}
-	recordCommands(t, pgstore.New(pool, table), "--store", "postgres", "--database-url", srv.DSN, "--table", table)
+	recordCommands(t, pgstore.New(pool, table), "PostgreSQL table "+table, "--store", "postgres", "--database-url", srv.DSN, "--table", table)
 
 	// The store's own failure (no such table) is the store's error, exit 1,
 	// never a key not found.
@@ -84,8 +84,8 @@ func TestRecordCommandsStoreDown(t *testing.T) {
 }
 
 // recordCommands runs each record command on the store s, which the flags
-// storeFlags name, and checks what it did through s.
-func recordCommands(t *testing.T, s ops.RecordStore, storeFlags ...string) {
+// storeFlags name (status --locks says it scanned where), and checks what it did through s.
+func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ...string) {
 	t.Helper()
 	ctx := context.Background()
 	clock := testclock.New(time.Now().Truncate(time.Second))
@@ -138,8 +138,8 @@ func recordCommands(t *testing.T, s ops.RecordStore, storeFlags ...string) {
 	}
 
 	r = cli("", "status", "--locks")
-	if r.code != ops.ExitOK || !strings.Contains(r.stdout, held) || strings.Contains(r.stdout, done) {
-		t.Errorf("status --locks: exit %d, says\n%s\nwant %s listed and %s not", r.code, r.stdout, held, done)
+	if r.code != ops.ExitOK || !strings.Contains(r.stdout, held) || strings.Contains(r.stdout, done) || !strings.Contains(r.stdout, "1 PROCESSING record under "+prefix+"# in "+where) {
+		t.Errorf("status --locks: exit %d, says\n%s\nwant %s listed and %s not, in %s", r.code, r.stdout, held, done, where)
 	}
 
 	if r := cli("", "release", held); r.code != ops.ExitRefused || status(held) != store.StatusProcessing {
