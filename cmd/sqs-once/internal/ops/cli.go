@@ -256,6 +256,7 @@ func (c *cli) records(ctx context.Context) (recs *Records, close func(), err err
 			return nil, nil, err
 		}
 		recs = &Records{Store: o.store, Where: o.where}
+		c.use(o.where)
 	case StorePostgres:
 		// The stack's table is its DynamoDB table: the PostgreSQL
 		// store's is named by --table only.
@@ -263,6 +264,7 @@ func (c *cli) records(ctx context.Context) (recs *Records, close func(), err err
 			return nil, nil, err
 		}
 		recs = &Records{Store: o.store, Where: o.where, Table: c.flags.Table}
+		c.use(o.where)
 	default:
 		what := "--store " + kind
 		if c.targets.StoreFrom != "flag" {
@@ -286,7 +288,9 @@ func (c *cli) use(what string) {
 // wrong region or account is the usual cause of a "not found", and an
 // access error is about the credentials' permissions there.
 func (c *cli) where(err error) string {
-	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAWS) {
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAWS) || c.awsFree() {
+		// Without AWS (a Redis or PostgreSQL store by flags), the error
+		// itself names the store: no region or profile to suggest.
 		return ""
 	}
 	region := c.cfg.Region

@@ -67,7 +67,11 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			scannedIn = recs.where()
 			var bar *progressBar
 			if c.io.Terminal(c.io.Stderr) {
-				bar = newProgressBar(c.io.Stderr, "scanning "+recs.where(), 0)
+				scanning := recs.Table
+				if recs.Where != "" {
+					scanning = recs.Where
+				}
+				bar = newProgressBar(c.io.Stderr, "scanning "+scanning, 0)
 			}
 			found, err := recs.Locks(ctx, func(scanned, n int) {
 				rep.Scanned = scanned

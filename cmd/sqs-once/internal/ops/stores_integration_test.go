@@ -133,8 +133,8 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 	if r := cli("", "inspect", done); r.code != ops.ExitOK || !strings.Contains(r.stdout, "COMPLETED") {
 		t.Errorf("inspect %s: exit %d, says\n%s\nnot COMPLETED", done, r.code, r.stdout)
 	}
-	if r := cli("", "inspect", missing); r.code != ops.ExitNotFound {
-		t.Errorf("inspect %s (no record): exit %d, want %d", missing, r.code, ops.ExitNotFound)
+	if r := cli("", "inspect", missing); r.code != ops.ExitNotFound || !strings.Contains(r.stderr, where) || strings.Contains(r.stderr, "region") {
+		t.Errorf("inspect %s (no record): exit %d, stderr %q; want %d, naming %s and no AWS region", missing, r.code, r.stderr, ops.ExitNotFound, where)
 	}
 
 	r = cli("", "status", "--locks")
