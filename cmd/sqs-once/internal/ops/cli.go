@@ -184,6 +184,10 @@ creates it).
 	pf.StringVar(&c.flags.Table, "table", "", "idempotency table `NAME` (default: the stack's IdempotencyTableName)")
 	pf.StringVar(&c.flags.KeyPrefix, "key-prefix", "", "record id `PREFIX`, the processor's KEY_PREFIX (default: read from the stack's processor, else <stack>-processor)")
 	pf.BoolVar(&c.flags.HashKeys, "hash-keys", false, "the processor hashes keys (HASH_KEYS=on): a KEY's record id is <prefix>#<SHA-256 of KEY> (default: read from the stack's processor, else off)")
+	pf.StringVar(&c.flags.Store, "store", "", "the records' store `KIND`, the processor's STORE: dynamodb, redis or postgres (default: read from the stack's processor, else dynamodb)")
+	pf.StringVar(&c.flags.RedisURL, "redis-url", "", "the Redis store's server `URL`, redis://[user:password@]host:port[/db] or rediss:// (default: the stack's processor's REDIS_URL)")
+	pf.BoolVar(&c.flags.RedisCluster, "redis-cluster", false, "--redis-url is a Redis Cluster's, as REDIS_CLUSTER=true")
+	pf.StringVar(&c.flags.DatabaseURL, "database-url", "", "the PostgreSQL store's database `URL` (postgres://user:password@host:port/db); with --store postgres and --table")
 	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
 	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
 	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
@@ -203,7 +207,13 @@ func (c *cli) setup(ctx context.Context) error {
 	if err != nil {
 		return runError{fmt.Errorf("load AWS configuration: %w: %w", ErrAWS, err)}
 	}
-	if cfg.Region == "" {
+	if c.flags.Store != "" {
+		c.flags.StoreFrom = "flag"
+	}
+	if c.flags.RedisURL != "" {
+		c.flags.RedisURLFrom = "--redis-url"
+	}
+	if cfg.Region == "" && !c.awsFree() {
 		return fmt.Errorf("%w: no AWS region: give --region, set AWS_REGION, or set a region in the profile", ErrUsage)
 	}
 	c.cfg = cfg
@@ -216,17 +226,56 @@ func (c *cli) setup(ctx context.Context) error {
 	return nil
 }
 
-func (c *cli) records() (*Records, error) {
-	table, err := need(c.targets.Table, "idempotency table", "--table NAME")
-	if err != nil {
-		return nil, err
-	}
+// awsFree says whether the command needs no AWS call: a Redis or
+// PostgreSQL store named by flags, without a stack or a queue, needs no
+// AWS region.
+func (c *cli) awsFree() bool {
+	f := c.flags
+	return (f.Store == StoreRedis || f.Store == StorePostgres) && f.Stack == "" &&
+		f.MainQueue == "" && f.DeadLetter == "" && f.OperatorQueue == ""
+}
+
+// records are the records of the processor's store, chosen as the
+// processor chooses it: --store, else the stack's processor's STORE, else
+// DynamoDB. The caller closes the store's connections with close.
+func (c *cli) records(ctx context.Context) (recs *Records, close func(), err error) {
 	prefix, err := need(c.targets.KeyPrefix, "key prefix", "--key-prefix PREFIX")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c.use("table " + table)
-	return &Records{DB: dynamodb.NewFromConfig(c.cfg), Table: table, Prefix: prefix, HashKeys: c.targets.HashKeys, Region: c.cfg.Region, Now: c.io.Now}, nil
+	var o opened
+	switch kind := c.targets.Store; kind {
+	case "", StoreDynamoDB:
+		table, err := need(c.targets.Table, "idempotency table", "--table NAME")
+		if err != nil {
+			return nil, nil, err
+		}
+		o = dynamoStore(c.cfg, table)
+		c.use("table " + table)
+		recs = &Records{Store: o.store, DB: dynamodb.NewFromConfig(c.cfg), Table: table, Region: c.cfg.Region}
+	case StoreRedis:
+		if o, err = redisStore(c.targets.RedisURL, c.targets.RedisCluster, c.targets.RedisURLFrom); err != nil {
+			return nil, nil, err
+		}
+		recs = &Records{Store: o.store, Where: o.where}
+		c.use(o.where)
+	case StorePostgres:
+		// The stack's table is its DynamoDB table: the PostgreSQL
+		// store's is named by --table only.
+		if o, err = pgStore(ctx, c.targets.DatabaseURL, c.flags.Table); err != nil {
+			return nil, nil, err
+		}
+		recs = &Records{Store: o.store, Where: o.where, Table: c.flags.Table}
+		c.use(o.where)
+	default:
+		what := "--store " + kind
+		if c.targets.StoreFrom != "flag" {
+			what = "the processor's " + envStore + "=" + kind
+		}
+		return nil, nil, fmt.Errorf("%w: %s: not a store kind; want %s, %s or %s", ErrUsage, what, StoreDynamoDB, StoreRedis, StorePostgres)
+	}
+	recs.Prefix, recs.HashKeys, recs.Now = prefix, c.targets.HashKeys, c.io.Now
+	return recs, o.close, nil
 }
 
 // use records that the command calls on what: where says so if it fails.
@@ -241,7 +290,9 @@ func (c *cli) use(what string) {
 // wrong region or account is the usual cause of a "not found", and an
 // access error is about the credentials' permissions there.
 func (c *cli) where(err error) string {
-	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrAWS) {
+	if (!errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrAWS)) || c.awsFree() {
+		// Without AWS (a Redis or PostgreSQL store by flags), the error
+		// itself names the store: no region or profile to suggest.
 		return ""
 	}
 	region := c.cfg.Region

@@ -69,14 +69,23 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		if locks && rep.Table != nil && rep.Table.State == TableMissing {
 			return fmt.Errorf("table %s%s: %w: no locks to list; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
 		}
+		// scannedIn names the store --locks scanned: the table, or a
+		// Redis server or PostgreSQL table.
+		var scannedIn string
 		if locks {
-			recs, err := c.records()
+			recs, closeStore, err := c.records(ctx)
 			if err != nil {
 				return err
 			}
+			defer closeStore()
+			scannedIn = recs.where()
 			var bar *progressBar
 			if c.io.Terminal(c.io.Stderr) {
-				bar = newProgressBar(c.io.Stderr, "scanning "+recs.Table, 0)
+				scanning := recs.Table
+				if recs.Where != "" {
+					scanning = recs.Where
+				}
+				bar = newProgressBar(c.io.Stderr, "scanning "+scanning, 0)
 			}
 			found, err := recs.Locks(ctx, func(scanned, n int) {
 				rep.Scanned = scanned
@@ -129,7 +138,7 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			}
 		}
 		if locks {
-			fmt.Fprintf(w, "\n%s under %s# (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, count(rep.Scanned, "item", "items"))
+			fmt.Fprintf(w, "\n%s under %s# in %s (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, scannedIn, count(rep.Scanned, "item", "items"))
 			if len(rep.Locks) > 0 {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				// A hashed id cannot be turned back into its key: the
@@ -224,7 +233,7 @@ func describe(r Record, now time.Time) [][2]string {
 		}
 	}
 	if r.Status != store.StatusCompleted && r.ExpiresAt != nil {
-		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): DynamoDB may delete the record after this", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
+		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): the store may delete the record after this (DynamoDB TTL, Redis key expiry, PostgreSQL Sweep)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
 	return lines
 }
@@ -478,10 +487,11 @@ func (c *cli) keyCommand(body func(ctx context.Context, recs *Records, key strin
 		if err != nil {
 			return err
 		}
-		recs, err := c.records()
+		recs, closeStore, err := c.records(ctx)
 		if err != nil {
 			return err
 		}
+		defer closeStore()
 		if recs.HashKeys {
 			// The id differs from the key given: say what is looked up,
 			// on stderr, so that --json's stdout stays one document.

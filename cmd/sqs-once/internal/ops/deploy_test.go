@@ -26,6 +26,8 @@ func TestResolveFromStack(t *testing.T) {
 		OperatorQueue: output(t, "OperatorQueueUrl"), Table: output(t, "IdempotencyTableName"),
 		KeyPrefix: st.Name + "-processor", KeyPrefixFrom: "processor environment",
 		HashKeys: false, HashKeysFrom: "processor environment",
+		// The template's processor has STORE=dynamodb.
+		Store: ops.StoreDynamoDB, StoreFrom: "processor environment",
 	}
 	if got != want {
 		t.Errorf("Resolve(--stack %s) =\n%+v\nwant\n%+v", st.Name, got, want)

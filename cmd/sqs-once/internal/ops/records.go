@@ -12,10 +12,15 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
 
-// Records reads and repairs the idempotency records of one table and prefix
-// through the processor's own store (dynamostore.Store): the schema and
-// the conditions of release and forget are declared once, there.
+// Records reads and repairs the idempotency records of one store and
+// prefix through the processor's own store: the schema and the conditions
+// of release and forget are declared once, there.
 type Records struct {
+	// Store is the store the records are in (DynamoDB, Redis, PostgreSQL);
+	// nil is the DynamoDB store on DB and Table.
+	Store RecordStore
+	// Where names Store for messages ("table <Table>" when empty).
+	Where  string
 	DB     DynamoAPI
 	Table  string
 	Prefix string
@@ -61,17 +66,21 @@ type Record struct {
 	stored store.Record
 }
 
-func (r *Records) store() store.Store { return dynamostore.New(r.DB, r.Table) }
-
-// admin is the store's operator calls (Forget, Locks), which only a
-// store.Admin has.
-func (r *Records) admin() (store.Admin, error) {
-	s := r.store()
-	a, ok := s.(store.Admin)
-	if !ok {
-		return nil, fmt.Errorf("the store, a %T, has no operator calls (store.Admin)", s)
+func (r *Records) store() RecordStore {
+	if r.Store != nil {
+		return r.Store
 	}
-	return a, nil
+	return dynamostore.New(r.DB, r.Table)
+}
+
+// fail is a store's error in the package's terms: the DynamoDB store's is
+// an AWS call's (a missing table is ErrNotFound), any other store's is
+// ErrStore.
+func (r *Records) fail(op string, err error) error {
+	if _, dynamo := r.store().(*dynamostore.Store); dynamo {
+		return awsError(op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrStore, err)
 }
 
 // shownKey is key as the record id holds it: its hash when keys are hashed.
@@ -88,6 +97,9 @@ func (r *Records) recordID(key string) string { return store.RecordID(r.Prefix, 
 
 // where names the table, and its region when known, for messages.
 func (r *Records) where() string {
+	if r.Where != "" {
+		return r.Where
+	}
 	if r.Region == "" {
 		return "table " + r.Table
 	}
@@ -112,7 +124,7 @@ func (r *Records) Get(ctx context.Context, key string) (Record, error) {
 		// store returns it as far as it reads, and describe says what is
 		// wrong with it.
 	case err != nil:
-		return Record{}, awsError("read record "+id+" in "+r.where(), err)
+		return Record{}, r.fail("read record "+id+" in "+r.where(), err)
 	}
 	rec := r.record(key, stored)
 	if r.HashKeys {
@@ -238,7 +250,7 @@ func (r *Records) Release(ctx context.Context, key string, force bool) (Record, 
 	case errors.Is(err, sqsonce.ErrLockLost):
 		return rec, r.changed(ctx, rec)
 	case err != nil:
-		return rec, awsError("release "+rec.RecordID+" in "+r.where(), err)
+		return rec, r.fail("release "+rec.RecordID+" in "+r.where(), err)
 	}
 	return rec, nil
 }
@@ -268,15 +280,11 @@ func (r *Records) Forget(ctx context.Context, key string, confirm func(Record) (
 	}
 	// Gone already (this call's own delete retried, or another
 	// operator's) is a success: either way the key is forgotten.
-	a, err := r.admin()
-	if err != nil {
-		return rec, err
-	}
-	switch err := a.Forget(ctx, rec.stored); {
+	switch err := r.store().Forget(ctx, rec.stored); {
 	case errors.Is(err, store.ErrRecordChanged):
 		return rec, r.changed(ctx, rec)
 	case err != nil:
-		return rec, awsError("forget "+rec.RecordID+" in "+r.where(), err)
+		return rec, r.fail("forget "+rec.RecordID+" in "+r.where(), err)
 	}
 	return rec, nil
 }
@@ -296,18 +304,16 @@ func (r *Records) changed(ctx context.Context, was Record) error {
 		was.Key, was.Status, was.Owner, was.Fence, now, ErrChanged)
 }
 
-// Locks scans the table for this prefix's PROCESSING records, page by page,
-// calling progress with the items scanned so far; the earliest expiry (or
-// none recorded) first. A scan reads the whole table (its cost is the
-// table's size), which is why status does it only when asked.
+// Locks lists this prefix's PROCESSING records with the store's own scan
+// (store.Admin's Locks), calling progress with the records looked at so
+// far; the earliest expiry (or none recorded) first. A scan reads the
+// whole store (a DynamoDB table's items, a Redis server's keys, a
+// PostgreSQL table's rows: its cost is the store's size), which is why
+// status does it only when asked.
 func (r *Records) Locks(ctx context.Context, progress func(scanned, found int)) ([]Record, error) {
-	a, err := r.admin()
+	found, err := r.store().Locks(ctx, r.Prefix, progress)
 	if err != nil {
-		return nil, err
-	}
-	found, err := a.Locks(ctx, r.Prefix, progress)
-	if err != nil {
-		return nil, awsError("scan "+r.where(), err)
+		return nil, r.fail("scan "+r.where(), err)
 	}
 	locks := make([]Record, 0, len(found))
 	for _, s := range found {

@@ -15,14 +15,6 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
 
-// The processor's store variables (internal/storeenv): which store, and
-// for DynamoDB its table.
-const (
-	envStore      = "STORE"
-	storeDynamoDB = "dynamodb"
-	storeRedis    = "redis"
-)
-
 // checkStore is the name of the store's check: the one Processor.Check runs.
 const checkStore = "store"
 
@@ -59,7 +51,7 @@ type StoreCheck struct {
 // checkDynamoTable runs dynamostore's Check on table, and sorts its error
 // into a TableState.
 func checkDynamoTable(ctx context.Context, db dynamostore.API, table string) *StoreCheck {
-	sc := &StoreCheck{Store: storeDynamoDB, Table: table, State: TableExists}
+	sc := &StoreCheck{Store: StoreDynamoDB, Table: table, State: TableExists}
 	sc.err = dynamostore.New(db, table).Check(ctx)
 	if sc.err == nil {
 		return sc
@@ -88,7 +80,7 @@ func checkDynamoTable(ctx context.Context, db dynamostore.API, table string) *St
 // REDIS_URL names (with its other REDIS_ variables): reachable from here,
 // a Redis that has what the store needs, and no eviction.
 func checkRedis(ctx context.Context, env map[string]string) *StoreCheck {
-	sc := &StoreCheck{Store: storeRedis, State: TableExists}
+	sc := &StoreCheck{Store: StoreRedis, State: TableExists}
 	s, err := redisstore.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err == nil {
 		sc.err = s.Check(ctx)
@@ -116,7 +108,7 @@ func (m *Migration) readStore(ctx context.Context, db dynamostore.API, table str
 	if m.Processor != nil {
 		env = maps.Clone(m.Processor.env)
 	}
-	if env[envStore] == storeRedis {
+	if env[envStore] == StoreRedis {
 		m.Store = checkRedis(ctx, env)
 		return
 	}
@@ -134,7 +126,7 @@ func (m *Migration) readStore(ctx context.Context, db dynamostore.API, table str
 func (m *Migration) checkTheStore() Check {
 	sc := m.Store
 	c := Check{Name: checkStore}
-	if sc.Store == storeRedis {
+	if sc.Store == StoreRedis {
 		if sc.err == nil {
 			c.Status, c.Detail = CheckOK, "the processor's Redis (REDIS_URL) answers, and evicts nothing (maxmemory-policy noeviction)"
 			return c

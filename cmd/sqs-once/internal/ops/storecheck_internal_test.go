@@ -20,7 +20,7 @@ func TestCheckTheStore(t *testing.T) {
 		{TableMisconfigured, CheckFail, "aws dynamodb create-table --table-name orders-idem-v2 "},
 		{TableUnknown, CheckFail, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive on table orders-idem"},
 	} {
-		m := &Migration{Region: "eu-west-1", Store: &StoreCheck{Store: storeDynamoDB, Table: "orders-idem", State: tt.state, Error: "what Check said"}}
+		m := &Migration{Region: "eu-west-1", Store: &StoreCheck{Store: StoreDynamoDB, Table: "orders-idem", State: tt.state, Error: "what Check said"}}
 		c := m.checkTheStore()
 		if c.Status != tt.status || c.Name != checkStore {
 			t.Errorf("%s: %s %s, want %s %s", tt.state, c.Name, c.Status, checkStore, tt.status)

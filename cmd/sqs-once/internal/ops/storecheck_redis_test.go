@@ -18,11 +18,11 @@ import (
 func TestStoreCheckOnRedis(t *testing.T) {
 	t.Parallel()
 	srv := redisserver.Start(t)
-	env := map[string]string{envStore: storeRedis, "REDIS_URL": "redis://" + srv.Addr}
+	env := map[string]string{envStore: StoreRedis, "REDIS_URL": "redis://" + srv.Addr}
 	m := &Migration{Stack: "orders-once", Processor: &Function{env: env}}
 
 	m.readStore(t.Context(), nil, "a-table-the-redis-stack-does-not-use")
-	if c := m.checkTheStore(); c.Status != CheckOK || m.Store.Store != storeRedis {
+	if c := m.checkTheStore(); c.Status != CheckOK || m.Store.Store != StoreRedis {
 		t.Errorf("store check on a fresh redis-server: %+v (%+v); want ok, on redis", c, m.Store)
 	}
 

@@ -38,6 +38,24 @@ type Targets struct {
 	// Target is the processor's TARGET, read from the stack's processor
 	// ("" without a stack, or when it was not read).
 	Target string `json:"target,omitempty"`
+	// Store is the store kind the records are in: StoreDynamoDB,
+	// StoreRedis or StorePostgres, from --store or the processor's STORE
+	// ("" is DynamoDB, the processor's default).
+	Store string `json:"store,omitempty"`
+	// StoreFrom says where Store came from: "flag" or "processor
+	// environment".
+	StoreFrom string `json:"storeFrom,omitempty"`
+	// RedisURL and RedisCluster are the Redis store's server, from
+	// --redis-url and --redis-cluster or the processor's REDIS_URL and
+	// REDIS_CLUSTER; never printed (the URL may hold a password).
+	RedisURL     string `json:"-"`
+	RedisCluster bool   `json:"-"`
+	// RedisURLFrom names where RedisURL came from, for its errors: the
+	// flag, or the processor's variable.
+	RedisURLFrom string `json:"-"`
+	// DatabaseURL is the PostgreSQL store's database (--database-url): a
+	// library store, which no processor reads from its environment.
+	DatabaseURL string `json:"-"`
 }
 
 // The stack's outputs (template.yaml) and the processor's logical id.
@@ -83,11 +101,13 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 	fill(&t.OperatorQueue, outputOperatorQueue)
 	fill(&t.Table, outputTable)
 	if t.KeyPrefix != "" && t.HashKeysFrom != "" {
-		// Both given: no need to read the processor.
+		// Both given: no need to read the processor. Its STORE is then
+		// not read either: --store says a store other than DynamoDB.
 		return t, nil
 	}
 	env, unread := processorEnv(ctx, cf, fn, t.Stack)
 	t.Target = env[envTarget]
+	storeOf(&t, env)
 	if t.KeyPrefix == "" {
 		t.KeyPrefix, t.KeyPrefixFrom = keyPrefixOf(env, unread, t.Stack)
 	}
@@ -186,6 +206,25 @@ func processorEnv(ctx context.Context, cf StackAPI, fn FunctionAPI, stack string
 		return map[string]string{}, ""
 	}
 	return conf.Environment.Variables, ""
+}
+
+// storeOf fills, where flags did not, the store the processor uses from
+// its STORE, REDIS_URL and REDIS_CLUSTER, read as internal/storeenv reads
+// them (unset STORE is dynamodb).
+func storeOf(t *Targets, env map[string]string) {
+	if t.Store == "" {
+		if v := strings.TrimSpace(env[envStore]); v != "" {
+			t.Store, t.StoreFrom = v, "processor environment"
+		}
+	}
+	if t.Store != StoreRedis {
+		return
+	}
+	if t.RedisURL == "" {
+		t.RedisURL = strings.TrimSpace(env[envRedisURL])
+		t.RedisURLFrom = "the processor's " + envRedisURL
+		t.RedisCluster = strings.TrimSpace(env[envRedisCluster]) == "true"
+	}
 }
 
 // keyPrefixOf is the processor's KEY_PREFIX, or the template's default,
