@@ -4,6 +4,7 @@ package sqsonce
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"testing"
 	"time"
@@ -152,5 +153,38 @@ func TestLockARenewalThatCannotGetThroughBeforeTheLockExpiresCancelsTheHandler(t
 		}
 	case <-ctx.Done():
 		t.Fatal("the handler still runs after its lock expired unrenewed")
+	}
+}
+
+// TestLockAGivenUpAcquireLeavesNoLockHeld: every attempt of an acquire is
+// applied by DynamoDB and its answer lost, until the SDK's retries run out
+// (three attempts); the call reports not-acquired, a store error, and
+// releases the lock it took, so that the key's next copy takes it at once
+// instead of meeting it as "in progress" until it expires.
+func TestLockAGivenUpAcquireLeavesNoLockHeld(t *testing.T) {
+	t.Parallel()
+	for _, fault := range lockLostResponses {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel()
+			f := newLockFaulty(t)
+			f.proxy.ScriptWhen("UpdateItem", lockIsAcquire, fault, fault, fault)
+			runs := 0
+			res := f.locker(t, f.store).do(context.Background(), "k", "", 0, noResult(func(context.Context) error { runs++; return nil }))
+			if f.proxy.Pending() != 0 {
+				t.Fatalf("%d faults not injected: the retries did not run out", f.proxy.Pending())
+			}
+			if res.outcome != notAcquired || runs != 0 || !errors.Is(res.err, ErrUnavailable) || res.releaseErr != nil {
+				t.Fatalf("outcome %v after %d runs, err %v, release err %v; want not-acquired (store unavailable), no run, the release done",
+					res.outcome, runs, res.err, res.releaseErr)
+			}
+			// Without the release: PROCESSING under the caller's owner
+			// until the lock expires.
+			if s := f.status(t, lockID("k")); s != store.StatusReleased {
+				t.Fatalf("after the give-up the record is %q; want %q", s, store.StatusReleased)
+			}
+			if res := f.locker(t, f.store).do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
+				t.Fatalf("the next delivery: %v (%v); want processed at once", res.outcome, res.err)
+			}
+		})
 	}
 }
