@@ -4,8 +4,8 @@ package sqsonce
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
