@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,34 +157,54 @@ func TestLockARenewalThatCannotGetThroughBeforeTheLockExpiresCancelsTheHandler(t
 	}
 }
 
-// TestLockAGivenUpAcquireLeavesNoLockHeld: every attempt of an acquire is
-// applied by DynamoDB and its answer lost, until the SDK's retries run out
-// (three attempts); the call reports not-acquired, a store error, and
-// releases the lock it took, so that the key's next copy takes it at once
-// instead of meeting it as "in progress" until it expires.
+// TestLockAGivenUpAcquireLeavesNoLockHeld: every attempt of each key's
+// acquire is applied by DynamoDB and its answer lost, until the SDK's
+// retries run out (three attempts); each call reports not-acquired, a store
+// error, and releases the lock it took: the test counts the locks left
+// held (none), and the key's next copy takes it at once instead of meeting
+// it as "in progress" until it expires.
 func TestLockAGivenUpAcquireLeavesNoLockHeld(t *testing.T) {
 	t.Parallel()
+	const keys, attempts = 4, 3
 	for _, fault := range lockLostResponses {
 		t.Run(fault.String(), func(t *testing.T) {
 			t.Parallel()
 			f := newLockFaulty(t)
-			f.proxy.ScriptWhen("UpdateItem", lockIsAcquire, fault, fault, fault)
+			faults := make([]faultproxy.Fault, keys*attempts)
+			for i := range faults {
+				faults[i] = fault
+			}
+			f.proxy.ScriptWhen("UpdateItem", lockIsAcquire, faults...)
 			runs := 0
-			res := f.locker(t, f.store).do(context.Background(), "k", "", 0, noResult(func(context.Context) error { runs++; return nil }))
-			if f.proxy.Pending() != 0 {
-				t.Fatalf("%d faults not injected: the retries did not run out", f.proxy.Pending())
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				res := f.locker(t, f.store).do(context.Background(), key, "", 0, noResult(func(context.Context) error { runs++; return nil }))
+				if res.outcome != notAcquired || !errors.Is(res.err, ErrUnavailable) || res.releaseErr != nil {
+					t.Fatalf("%s: outcome %v, err %v, release err %v; want not-acquired (store unavailable), the release done",
+						key, res.outcome, res.err, res.releaseErr)
+				}
 			}
-			if res.outcome != notAcquired || runs != 0 || !errors.Is(res.err, ErrUnavailable) || res.releaseErr != nil {
-				t.Fatalf("outcome %v after %d runs, err %v, release err %v; want not-acquired (store unavailable), no run, the release done",
-					res.outcome, runs, res.err, res.releaseErr)
+			if f.proxy.Pending() != 0 || runs != 0 {
+				t.Fatalf("%d faults not injected (the retries did not run out), %d runs; want all injected, no run", f.proxy.Pending(), runs)
 			}
-			// Without the release: PROCESSING under the caller's owner
-			// until the lock expires.
-			if s := f.status(t, lockID("k")); s != store.StatusReleased {
-				t.Fatalf("after the give-up the record is %q; want %q", s, store.StatusReleased)
+			// Without the release: every key PROCESSING under its give-up's
+			// owner until the lock expires.
+			held := 0
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				if s := f.status(t, lockID(key)); s != store.StatusReleased {
+					held++
+					t.Errorf("after the give-up %s's record is %q; want %q", key, s, store.StatusReleased)
+				}
 			}
-			if res := f.locker(t, f.store).do(context.Background(), "k", "", 0, noResult(lockSucceed)); res.outcome != processed {
-				t.Fatalf("the next delivery: %v (%v); want processed at once", res.outcome, res.err)
+			if held != 0 {
+				t.Fatalf("%d of %d locks whose holder gave up are still held", held, keys)
+			}
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				if res := f.locker(t, f.store).do(context.Background(), key, "", 0, noResult(lockSucceed)); res.outcome != processed {
+					t.Fatalf("%s's next delivery: %v (%v); want processed at once", key, res.outcome, res.err)
+				}
 			}
 		})
 	}
