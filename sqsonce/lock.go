@@ -91,7 +91,9 @@ type lockResult struct {
 	// processedUnrecorded, the refusal for duplicate, inProgress and
 	// payloadMismatch.
 	err error
-	// releaseErr is set when failed could not release the lock.
+	// releaseErr is set when failed could not release the lock, or when
+	// notAcquired could not release the lock its acquire may have taken
+	// (releaseGivenUp).
 	releaseErr error
 	// tookOver: the lock replaced an expired lock or an ended window.
 	tookOver bool
@@ -309,7 +311,8 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		return nil, lockResult{outcome: duplicate, err: err, cached: true, result: result}
 	}
 	length, renew := g.lockLength(ctx, now)
-	lease, err := g.store.Acquire(ctx, store.AcquireRequest{ID: id, Owner: g.newOwner(), PayloadHash: payloadHash, Now: now, LockUntil: now.Add(length)})
+	owner := g.newOwner()
+	lease, err := g.store.Acquire(ctx, store.AcquireRequest{ID: id, Owner: owner, PayloadHash: payloadHash, Now: now, LockUntil: now.Add(length)})
 	var held *store.HeldError
 	switch {
 	case errors.As(err, &held):
@@ -322,7 +325,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		}
 		return nil, lockResult{outcome: inProgress, err: err}
 	case err != nil:
-		return nil, lockResult{outcome: notAcquired, err: storeErr("acquire", id, err)}
+		return nil, lockResult{outcome: notAcquired, err: storeErr("acquire", id, err), releaseErr: g.releaseGivenUp(ctx, id, owner, err)}
 	}
 	workCtx, cancel := g.handlerContext(ctx, now)
 	workCtx, lose := context.WithCancelCause(workCtx)
@@ -344,6 +347,40 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		stopRenewal: g.renewWhileRunning(ctx, lease, length, renew, lose),
 		tx:          tx,
 	}, lockResult{}
+}
+
+// giveUpRelease bounds the release that follows an acquire given up on
+// (releaseGivenUp): a store that just failed gets one short try, so that
+// the record's outcome is not held back for long.
+const giveUpRelease = time.Second
+
+// releaseGivenUp makes sure an acquire of id that ended in acquireErr, a
+// store error, leaves no lock of owner's behind. The store may have applied
+// the acquire and lost its answer (the SDK's retries then ran out): the
+// lock would stay PROCESSING under this call's owner until it expired, and
+// the key's next copies would meet it as in progress and could reach the
+// dead-letter queue. One owner-conditional release, within ctx and at most
+// giveUpRelease, frees it. It is safe whatever the acquire did: every
+// store's Release changes only a PROCESSING record of the same owner (an
+// owner token is this call's alone, and the condition compares no fence,
+// so the lease's unknown fence, 0, is never compared), and succeeds without
+// a write on a record that is gone or already released by owner; a record
+// another holder has is refused (ErrLockLost) and left as it is. A
+// misconfigured store applied nothing and would fail again: no call. The
+// release's own failure is returned (nil when it is a refusal: the record
+// is not ours, so nothing of ours is left); the lock then expires on its
+// own.
+func (g *locker) releaseGivenUp(ctx context.Context, id, owner string, acquireErr error) error {
+	if errors.Is(acquireErr, ErrMisconfigured) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, giveUpRelease)
+	defer cancel()
+	err := g.store.Release(ctx, store.Lease{ID: id, Owner: owner}, g.now())
+	if err == nil || errors.Is(err, ErrLockLost) {
+		return nil
+	}
+	return err
 }
 
 // end stops the renewal and returns the lease as last renewed.

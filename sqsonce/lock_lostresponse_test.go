@@ -5,6 +5,8 @@ package sqsonce
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -152,5 +154,58 @@ func TestLockARenewalThatCannotGetThroughBeforeTheLockExpiresCancelsTheHandler(t
 		}
 	case <-ctx.Done():
 		t.Fatal("the handler still runs after its lock expired unrenewed")
+	}
+}
+
+// TestLockAGivenUpAcquireLeavesNoLockHeld: every attempt of each key's
+// acquire is applied by DynamoDB and its answer lost, until the SDK's
+// retries run out (three attempts); each call reports not-acquired, a store
+// error, and releases the lock it took: the test counts the locks left
+// held (none), and the key's next copy takes it at once instead of meeting
+// it as "in progress" until it expires.
+func TestLockAGivenUpAcquireLeavesNoLockHeld(t *testing.T) {
+	t.Parallel()
+	const keys, attempts = 4, 3
+	for _, fault := range lockLostResponses {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel()
+			f := newLockFaulty(t)
+			faults := make([]faultproxy.Fault, keys*attempts)
+			for i := range faults {
+				faults[i] = fault
+			}
+			f.proxy.ScriptWhen("UpdateItem", lockIsAcquire, faults...)
+			runs := 0
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				res := f.locker(t, f.store).do(context.Background(), key, "", 0, noResult(func(context.Context) error { runs++; return nil }))
+				if res.outcome != notAcquired || !errors.Is(res.err, ErrUnavailable) || res.releaseErr != nil {
+					t.Fatalf("%s: outcome %v, err %v, release err %v; want not-acquired (store unavailable), the release done",
+						key, res.outcome, res.err, res.releaseErr)
+				}
+			}
+			if f.proxy.Pending() != 0 || runs != 0 {
+				t.Fatalf("%d faults not injected (the retries did not run out), %d runs; want all injected, no run", f.proxy.Pending(), runs)
+			}
+			// Without the release: every key PROCESSING under its give-up's
+			// owner until the lock expires.
+			held := 0
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				if s := f.status(t, lockID(key)); s != store.StatusReleased {
+					held++
+					t.Errorf("after the give-up %s's record is %q; want %q", key, s, store.StatusReleased)
+				}
+			}
+			if held != 0 {
+				t.Fatalf("%d of %d locks whose holder gave up are still held", held, keys)
+			}
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				if res := f.locker(t, f.store).do(context.Background(), key, "", 0, noResult(lockSucceed)); res.outcome != processed {
+					t.Fatalf("%s's next delivery: %v (%v); want processed at once", key, res.outcome, res.err)
+				}
+			}
+		})
 	}
 }

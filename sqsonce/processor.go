@@ -487,6 +487,9 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			return o
 		}
 		log.ErrorContext(ctx, "record not processed: idempotency store unavailable; retried later", "error", res.err)
+		if res.releaseErr != nil {
+			log.WarnContext(ctx, "a lock the failed acquire may have taken could not be released; if it was taken, it expires on its own", "error", res.releaseErr)
+		}
 	}
 	return o
 }

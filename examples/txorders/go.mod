@@ -34,6 +34,10 @@ require (
 )
 
 // This example builds against the checkout it sits in. In your own module,
-// drop the replace and require a released version:
-// go get github.com/sqs-once/sqs-once/sqsonce@latest
+// drop the replace and run
+//
+//	go get github.com/sqs-once/sqs-once/sqsonce
+//
+// (the module is github.com/sqs-once/sqs-once; no version is tagged yet,
+// so go get records a pseudo-version of the newest commit).
 replace github.com/sqs-once/sqs-once => ../..

@@ -114,12 +114,33 @@ func demoParameters(opts Options) map[string]string {
 	return p
 }
 
+// runLocal runs the demo in its directory (runDir). A temporary one is
+// removed at the end, unless opts.Keep: nothing is left behind in the
+// temporary directory, and the report then names no path of it.
 func runLocal(ctx context.Context, opts Options, progressOut io.Writer) (Summary, error) {
 	start := time.Now()
+	return inRunDir(opts, func(dir string) (Summary, error) { return runLocalIn(ctx, opts, dir, start, progressOut) })
+}
+
+// inRunDir runs run in the run's directory (runDir), and removes it at the
+// end when it is a temporary one that opts does not keep (no Out, no
+// Keep): the summary then names no path in it, and says so (Removed).
+func inRunDir(opts Options, run func(dir string) (Summary, error)) (Summary, error) {
 	dir, err := runDir(opts)
 	if err != nil {
 		return Summary{}, err
 	}
+	if opts.Out != "" || opts.Keep {
+		return run(dir)
+	}
+	defer os.RemoveAll(dir)
+	sum, err := run(dir)
+	sum.Ledger, sum.Logs, sum.Removed = "", "", true
+	return sum, err
+}
+
+// runLocalIn is runLocal in dir, the ledger's and the logs' directory.
+func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, progressOut io.Writer) (Summary, error) {
 	logPath := filepath.Join(dir, "functions.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -30,7 +30,10 @@ type Options struct {
 	Visibility      time.Duration
 	Wait            time.Duration
 	Out             string
-	Verbose         bool
+	// Keep keeps the temporary directory the run creates without Out (it
+	// is removed at the end otherwise); a directory given by Out is kept.
+	Keep    bool
+	Verbose bool
 	// Target is "" for the demo's business handler, or TargetSQS: the
 	// processor forwards each key's message to a queue the demo creates.
 	Target string
@@ -109,7 +112,8 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.FunctionTimeout, "function-timeout", demoFunctionTimeout, "the processor's function timeout (100ms..60s); the lock timeout is three fifths of it. Below 1s (Lambda's minimum) it applies locally only: a way to see what a machine too slow for the timings does")
 	fs.StringVar(&o.Chaos, "chaos", "", "\"light\" or \"heavy\": every AWS call of the pipeline goes through a fault-injecting proxy (500 before or after applying, connection reset after applying, throttling, latency) and some invocations crash after their side effect; the report lists the faults injected")
 	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
-	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs (default: a new temporary directory)")
+	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs, kept (default: a new temporary directory, removed at the end unless -keep)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary directory with the ledger and the functions' logs (without it the directory is removed at the end; -out's is always kept)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")
 	fs.BoolVar(&o.Tx, "tx", false, "transactional mode: the business handler's side effect is an item of a business table on moto_server, added with dynamostore.Add to the transaction that records its key's completion; the report counts the table's items per key (see above)")
 	fs.StringVar(&o.Target, "target", "", "\"sqs\": the processor runs no handler but forwards each key's message to a second queue the demo creates (Target=sqs:<its URL>), and the report counts what arrived there per key (see above)")

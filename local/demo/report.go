@@ -78,6 +78,10 @@ type Summary struct {
 
 	Ledger string `json:"ledger,omitempty"`
 	Logs   string `json:"logs,omitempty"`
+	// Removed: the run's temporary directory, with the ledger and the
+	// logs, was removed at its end (no -keep, no -out); Ledger and Logs
+	// are then empty.
+	Removed bool `json:"removed,omitempty"`
 	// Adaptations are the places where moto_server's stack differs from what
 	// CloudFormation would build, as samstack reports them.
 	Adaptations []string `json:"adaptations,omitempty"`
@@ -861,9 +865,9 @@ func (s Summary) renderOutcomes(p printer) {
 		se := s.SideEffects
 		if tx := s.Transactional; tx != nil {
 			p("side effects          %d committed in the business table %s, each in one transaction with its key's completion (-tx)", se.Total, tx.Table)
-			p("  staged              %d by the handler (ledger %s); %d never committed, %d of them by an invocation the demo crashed before its commit", tx.Staged, s.Ledger, tx.Uncommitted, tx.CrashedUncommitted)
+			p("  staged              %d by the handler (%s); %d never committed, %d of them by an invocation the demo crashed before its commit", tx.Staged, strings.TrimSpace("ledger "+s.Ledger), tx.Uncommitted, tx.CrashedUncommitted)
 		} else {
-			p("side effects          %d in the ledger %s", se.Total, s.Ledger)
+			p("side effects          %s", strings.TrimSpace(fmt.Sprintf("%d in the ledger %s", se.Total, s.Ledger)))
 		}
 		p("  exactly once        %s", count(se.ExactlyOnce, "key"))
 		none := count(se.None, "poison and permanent key")
@@ -1012,8 +1016,11 @@ func (s Summary) renderVerdict(p printer) {
 	if s.Headroom != "" {
 		p("why: %s", s.Headroom)
 	}
-	if s.Logs != "" {
+	switch {
+	case s.Logs != "":
 		p("function logs         %s", s.Logs)
+	case s.Removed:
+		p("function logs         removed with the run's temporary directory, as the ledger (-keep or -out DIR keeps them)")
 	}
 	p("")
 	switch {

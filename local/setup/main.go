@@ -107,6 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, s := range plan.Steps {
 		fmt.Fprintf(stderr, "setup (make %s): installing %s\n", g, s.For)
+		if s.Note != "" {
+			fmt.Fprintf(stderr, "setup (make %s): note: %s\n", g, s.Note)
+		}
 		for _, c := range s.Cmds {
 			fmt.Fprintf(stderr, "+ %s\n", shellLine(c))
 			if err := runIn(ctx, root, c, stdout, stderr); err != nil {

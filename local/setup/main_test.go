@@ -60,6 +60,7 @@ func TestRunInstallsWhatIsMissing(t *testing.T) {
 			"+ python3 -m venv .venv\n" +
 			"+ .venv/bin/python -m pip install -r requirements-dev.txt\n",
 		"setup (make test): installing dynalite 4.0.0 (into .tools)\n" +
+			"setup (make test): note: " + DynaliteNote + "\n" +
 			"+ npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@4.0.0\n",
 	} {
 		if !strings.Contains(stderr, want) {

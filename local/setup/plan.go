@@ -64,6 +64,9 @@ type Options struct {
 type Step struct {
 	For  string
 	Cmds [][]string
+	// Note, when set, is printed before the commands run: what they print
+	// that needs a word (a warning that asks nothing of the user).
+	Note string
 }
 
 // Manual is something only the user can do: Do is the exact command, or
@@ -219,11 +222,19 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 			if f.Dynalite != "" {
 				what += ", replacing " + f.Dynalite
 			}
-			p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynaliteInstall(pins.Dynalite)}})
+			p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynaliteInstall(pins.Dynalite)}, Note: DynaliteNote})
 		}
 	}
 	return p
 }
+
+// DynaliteNote is the word on the warning npm 11 prints after installing
+// dynalite: its storage, classic-level, has an install script (node-gyp-build)
+// that npm's allowScripts does not list. The script only builds the native
+// module where no prebuilt one fits; classic-level ships prebuilt binaries
+// for Linux, macOS and Windows (x64 and arm64), which it loads when it runs,
+// so nothing needs approving.
+const DynaliteNote = "npm may warn that classic-level (dynalite's storage) has an install script not covered by allowScripts: nothing to do; classic-level ships prebuilt binaries for Linux, macOS and Windows, which it loads at run time, so the script (node-gyp-build) is not needed"
 
 // DynaliteInstall is the command that installs dynalite version into .tools,
 // where internal/local/dynalite looks for it.

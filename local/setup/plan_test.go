@@ -233,6 +233,11 @@ func TestNodeAndDynalite(t *testing.T) {
 	if got, want := commands(p), [][]string{npmInstall}; !reflect.DeepEqual(got, want) || p.Steps[0].For != "dynalite 4.0.0 (into .tools), replacing 3.2.2" {
 		t.Errorf("stale dynalite: %+v", p)
 	}
+	// npm 11 warns that classic-level's install script is not in
+	// allowScripts: setup says a word on it before npm runs.
+	if n := p.Steps[0].Note; !strings.Contains(n, "install script") || !strings.Contains(n, "allowScripts") || !strings.Contains(n, "nothing to do") {
+		t.Errorf("the dynalite step's note is %q; want a word on npm's install-scripts warning", n)
+	}
 }
 
 // Every tool setup can miss is named on one line of what it prints: the

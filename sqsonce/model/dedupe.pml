@@ -355,7 +355,7 @@ next:
 			printf("MSC: c%d acquire (o%d) at t=%d answered %d (1 applied, 2 refused) but the answer is lost: re-sent\n", me, tok, now, r)
 		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;               /* answer lost, SDK gave up: NotAcquired */
 			printf("MSC: c%d acquire (o%d) answered %d (1 applied, 2 refused), answer lost, gave up: not acquired\n", me, tok, r);
-			REDELIVER
+			goto giveup
 		:: ncrash < MAXCRASH && FAULT_OK ->
 			printf("MSC: c%d acquire (o%d) answered %d (1 applied, 2 refused), then\n", me, tok, r);
 			CRASH
@@ -392,9 +392,31 @@ next:
 			break
 		fi }
 	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;            /* failed unapplied, SDK gave up */
-		printf("MSC: c%d acquire failed (store error): m%d redelivered later\n", me, mi);
-		REDELIVER }
+		printf("MSC: c%d acquire failed (store error): not acquired\n", me);
+		goto giveup }
 	od;
+	goto work;
+
+	/* ---- an acquire given up on (a store error) may have been applied:
+	 * one owner-conditional Release (lock.go releaseGivenUp), the lease's
+	 * fence unknown (the condition compares none), so that no lock of this
+	 * Do's stays until it expires; refused (absent, or another owner's) it
+	 * changes nothing. It may fail in turn: the lock then expires on its
+	 * own. The message is redelivered either way. ---- */
+giveup:
+	atomic {
+		if
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;
+			printf("MSC: c%d release after the give-up (o%d) failed: any lock of o%d expires on its own\n", me, tok, tok)
+		:: RELEASE_COND ->
+			st = REL; lockExp = 0; expAt = 0;
+			printf("MSC: c%d releases o%d after the give-up at t=%d: RELEASED, fence %d kept\n", me, tok, now, fence)
+		:: else ->
+			printf("MSC: c%d release after the give-up (o%d) refused or a no-op: record owner o%d\n", me, tok, owner)
+		fi;
+		REDELIVER }
+
+work:
 
 	/* ---- the business function, and its renewals running beside it ---- */
 	do

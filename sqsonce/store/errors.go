@@ -93,8 +93,13 @@ type StoreError struct {
 	Err error
 }
 
-// Error describes the failure in one line.
+// Error describes the failure in one line, naming the record when the call
+// was about one (a check of the store, for one, is about none: no empty
+// id is shown).
 func (e *StoreError) Error() string {
+	if e.ID == "" {
+		return fmt.Sprintf("sqsonce: %s: %v", e.Op, e.Err)
+	}
 	return fmt.Sprintf("sqsonce: %s %q: %v", e.Op, e.ID, e.Err)
 }
 

@@ -68,6 +68,7 @@ var mutants = []mutation{
 	{"release-gone-fails", "Release of a record that is gone is ErrLockLost", []string{"Release"}},
 	{"acquire-after-release-is-a-takeover", "an Acquire of a RELEASED record says TookOver", []string{"Release"}},
 	{"release-needs-lock-expiry", "Release refuses a lease whose LockExpiresAt is not the record's", []string{"OperatorRelease"}},
+	{"release-needs-fence", "Release refuses a lease whose Fence is not the record's", []string{"GiveUpRelease"}},
 	{"fence-restarts-after-delete", "a record created again restarts from its first fence", []string{"FenceGrows"}},
 	{"payload-not-stored", "Acquire drops the payload hash", []string{"Payload"}},
 	{"takeover-keeps-payload", "a takeover with no payload hash keeps the old one", []string{"Payload"}},
@@ -485,6 +486,10 @@ func (m *mutant) Release(ctx context.Context, lease store.Lease, now time.Time) 
 		}
 	case "release-gone-fails":
 		if !exists {
+			return lockLost("release")
+		}
+	case "release-needs-fence":
+		if exists && rec.Status == store.StatusProcessing && lease.Fence != rec.Fence {
 			return lockLost("release")
 		}
 	case "release-needs-lock-expiry":

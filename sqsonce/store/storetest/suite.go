@@ -71,6 +71,11 @@ import (
 //     (before the old expiry), fence one more, TookOver false.
 //   - OperatorRelease: Release with a Lease built from a Read record (ID,
 //     Owner, Fence, as the sqs-once CLI builds it) frees a live lock.
+//   - GiveUpRelease: Release with a Lease of only ID and Owner (Fence 0,
+//     no expiry: what the lock releases after an Acquire that ended in a
+//     store error, whose answer may have been lost) frees that owner's live
+//     lock; while another owner holds the record it is ErrLockLost and
+//     changes nothing.
 //   - FenceGrows: the fence grows on every acquisition: after an expired
 //     lock, after a window ended, after a release, and after the record was
 //     deleted (Forget, where the store implements store.Admin; acquired
@@ -136,6 +141,7 @@ var rules = []rule{
 	{"DedupeWindow", "a completed key is a duplicate until its window ends", ruleDedupeWindow},
 	{"Release", "Release is conditional on the owner's lock and frees the key at once", ruleRelease},
 	{"OperatorRelease", "the operator's release frees a live lock", ruleOperatorRelease},
+	{"GiveUpRelease", "a release by owner alone frees the owner's lock and no other", ruleGiveUpRelease},
 	{"FenceGrows", "the fence grows on every acquisition", ruleFenceGrows},
 	{"Payload", "Acquire stores the payload hash and a refusal carries it", rulePayload},
 	{"Read", "Read returns the latest write", ruleRead},
@@ -518,6 +524,27 @@ func ruleOperatorRelease(c *conf) {
 	if err != nil || next.Fence != rec.Fence+1 {
 		c.errorf("Acquire after the operator's release: fence %d, error %v; want it taken at once with fence %d", next.Fence, err, rec.Fence+1)
 	}
+}
+
+func ruleGiveUpRelease(c *conf) {
+	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
+	// The acquire was applied; its caller never saw the lease.
+	lease := c.mustAcquire("owner a's Acquire (its answer lost)", c.req(id, a, "", c.base, c.at(time.Hour)))
+	now := c.at(time.Second)
+	if err := c.s.Release(c.ctx, store.Lease{ID: id, Owner: a}, now); err != nil {
+		c.fatalf("Release with a Lease of only ID and owner (fence 0) failed on the owner's live lock: %v; after an acquire given up on, the fence is unknown, and the lock would stay until it expires", err)
+	}
+	if got := c.read(id, "the release by owner alone"); got.Status != store.StatusReleased || got.Fence != lease.Fence {
+		c.errorf("after the release by owner alone the record is %s; want RELEASED with fence %d", showRecord(got), lease.Fence)
+	}
+
+	// Owner a gave up on an acquire that was refused, or never arrived:
+	// owner b's lock stays.
+	id2 := c.id("held")
+	c.mustAcquire("owner b's Acquire", c.req(id2, b, "", c.base, c.at(time.Hour)))
+	held := c.read(id2, "owner b's Acquire")
+	c.wantLost(c.s.Release(c.ctx, store.Lease{ID: id2, Owner: a}, now), "Release by owner alone of another owner's lock")
+	c.wantUnchanged(id2, held, "a Release by owner alone of another owner's lock")
 }
 
 func ruleFenceGrows(c *conf) {
