@@ -109,16 +109,20 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 		if rep.Table != nil {
 			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table))
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "queue\tvisible\tin flight\tdelayed\toldest\t")
-		for _, s := range rep.Queues {
-			age := "-"
-			if s.OldestAge != nil {
-				age = (time.Duration(*s.OldestAge) * time.Second).String()
+		// No queue (status --table T --locks): no table of queues, not an
+		// empty header.
+		if len(rep.Queues) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "queue\tvisible\tin flight\tdelayed\toldest\t")
+			for _, s := range rep.Queues {
+				age := "-"
+				if s.OldestAge != nil {
+					age = (time.Duration(*s.OldestAge) * time.Second).String()
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t\n", s.Name, s.Visible, s.InFlight, s.Delayed, age)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t\n", s.Name, s.Visible, s.InFlight, s.Delayed, age)
+			_ = tw.Flush()
 		}
-		_ = tw.Flush()
 		// One note when every queue's age is unknown for the same reason
 		// (no CloudWatch permission, say), else one per queue.
 		notes := map[string]bool{}

@@ -141,6 +141,9 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 	if r.code != ops.ExitOK || !strings.Contains(r.stdout, held) || strings.Contains(r.stdout, done) || !strings.Contains(r.stdout, "1 PROCESSING record under "+prefix+"# in "+where) {
 		t.Errorf("status --locks: exit %d, says\n%s\nwant %s listed and %s not, in %s", r.code, r.stdout, held, done, where)
 	}
+	if strings.Contains(r.stdout, "queue ") || strings.Contains(r.stdout, "in flight") {
+		t.Errorf("status --locks with no queue prints a queue table's header:\n%s", r.stdout)
+	}
 
 	if r := cli("", "release", held); r.code != ops.ExitRefused || status(held) != store.StatusProcessing {
 		t.Errorf("release of a live lock without --force: exit %d, record %s; want exit %d and the lock kept", r.code, status(held), ops.ExitRefused)
