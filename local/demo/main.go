@@ -16,8 +16,11 @@ const (
 )
 
 // Main parses args, runs, prints the report (and with -json the summary on
-// stdout) and returns the exit status.
+// stdout) and returns the exit status. `try ...` runs Try instead.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if isTry(args) {
+		return Try(ctx, args[1:], stdout, stderr)
+	}
 	opts, err := ParseFlags(args, stderr)
 	if errors.Is(err, ErrHelp) {
 		return ExitOK
