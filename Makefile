@@ -40,7 +40,7 @@ SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo test cli setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo try test cli setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -49,6 +49,14 @@ SAR_BUCKET  ?=
 demo: setup-demo
 	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
 	$(BIN_DIR)/sqs-once-local $(DEMO_FLAGS)
+
+## try: the no-code path on the laptop: deploy template.yaml with PARAMS
+## (e.g. PARAMS="Target=lambda:orders-consumer ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:orders")
+## on a local moto_server in front of a stand-in consumer and queue, print how
+## to point sqs-once at it (make cli), and keep it running until Ctrl-C
+try: setup-demo
+	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
+	$(BIN_DIR)/sqs-once-local try $(PARAMS)
 
 ## cli: the operator CLI (cmd/sqs-once, docs/operations.md) as bin/sqs-once;
 ## `bin/sqs-once --version` prints the release (internal/version). To put it
