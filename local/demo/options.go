@@ -207,6 +207,10 @@ can burn a receive) or with -max-receive-count/-max-attempts. Exit status 0
 when every invariant holds, 1 when one is broken, 2 on bad usage or set-up
 failure.
 
+sqs-once-local try Target=lambda:FUNCTION ExistingQueueArn=ARN [Name=Value...]
+instead deploys the template in front of a stand-in consumer and queue and
+keeps it running for the sqs-once CLI (make try; sqs-once-local try -h).
+
 With -target sqs the processor runs no handler: it forwards each key's
 message once, body and attributes byte for byte, to a second queue the demo
 creates (the template's Target parameter). The demo reads that queue as a

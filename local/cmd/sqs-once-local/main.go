@@ -3,7 +3,9 @@
 // order's side effect happened exactly once and nothing was lost (with
 // -target sqs: that every order was forwarded to a second queue exactly
 // once, intact). It is what `make demo` runs; see local/demo and
-// `sqs-once-local -help`.
+// `sqs-once-local -help`. `sqs-once-local try Name=Value...` (what `make try`
+// runs) deploys the template with those parameters in front of a stand-in
+// consumer and queue, for the sqs-once CLI to try, until Ctrl-C.
 package main
 
 import (
