@@ -127,8 +127,12 @@ func TestTryFollowsTheGettingStartedPage(t *testing.T) {
 	if got := run(0, "preflight", "--stack", "orders-once"); !strings.Contains(got, "ok    store: table") || !strings.Contains(got, "ok    mappings: ready to cut over") {
 		t.Errorf("preflight does not print its checks:\n%s", got)
 	}
-	if got := run(0, "cutover", "--stack", "orders-once", "--yes"); !strings.Contains(got, "orders-consumer's mapping") || !strings.Contains(got, "Disabled") {
-		t.Errorf("cutover does not switch the consumer's mapping off:\n%s", got)
+	if got := run(0, "cutover", "--stack", "orders-once", "--yes"); !strings.Contains(got, "done: the processor of stack orders-once consumes orders and hands each message it holds to orders-consumer") {
+		t.Errorf("cutover does not switch the queue to the stack:\n%s", got)
+	}
+	// Read back, not taken from cutover's word: the mappings are switched.
+	if got := run(0, "preflight", "--stack", "orders-once"); !strings.Contains(got, "ok    mappings: cut over: the stack's mapping") {
+		t.Errorf("after the cutover, preflight does not see the stack's mapping on:\n%s", got)
 	}
 	if got := run(0, "status", "--stack", "orders-once"); !strings.Contains(got, "main") || !strings.Contains(got, "operator") {
 		t.Errorf("status does not show the queues:\n%s", got)
@@ -138,6 +142,9 @@ func TestTryFollowsTheGettingStartedPage(t *testing.T) {
 	}
 	if got := run(0, "cutover", "--stack", "orders-once", "--rollback", "--yes"); !strings.Contains(got, "orders-consumer consumes orders itself again") || strings.Contains(got, "nothing changed") {
 		t.Errorf("rollback does not switch back:\n%s", got)
+	}
+	if got := run(0, "preflight", "--stack", "orders-once"); !strings.Contains(got, "ok    mappings: ready to cut over: orders-consumer's mapping") {
+		t.Errorf("after the rollback, preflight does not see the consumer's mapping on again:\n%s", got)
 	}
 
 	// Ctrl-C: it ends, and so does its moto_server.
