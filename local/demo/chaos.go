@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
@@ -81,14 +84,38 @@ type chaosLog struct {
 	byOp   map[string]map[string]int
 	// completion holds the record ids whose COMPLETED write had a fault.
 	completion map[string]bool
+	// invocations holds the processor's invocations (by request id) that
+	// had a fault injected into one of their calls: a delay, or a failure
+	// the SDK or the processor waited out and retried, spends the
+	// invocation's time, and may leave too little for another key's
+	// completion.
+	invocations map[string]bool
 }
 
 func newChaosLog() *chaosLog {
-	return &chaosLog{faults: map[faultproxy.Kind]int{}, byOp: map[string]map[string]int{}, completion: map[string]bool{}}
+	return &chaosLog{faults: map[faultproxy.Kind]int{}, byOp: map[string]map[string]int{}, completion: map[string]bool{}, invocations: map[string]bool{}}
+}
+
+// invocationHeader names, on the processor's calls through a fault proxy,
+// the invocation that made them (its request id), so that the report can
+// tie a fault to every key of that invocation, not only to the call's own.
+const invocationHeader = "X-Sqs-Once-Demo-Invocation"
+
+// tagInvocation is the processor's HTTP client under -chaos: it sets
+// invocationHeader from the Lambda context the call was made in. The header
+// is added after signing, so it is not signed; the proxy reads it and
+// forwards it with the rest.
+type tagInvocation struct{ next aws.HTTPClient }
+
+func (t tagInvocation) Do(req *http.Request) (*http.Response, error) {
+	if lc, ok := lambdacontext.FromContext(req.Context()); ok && lc.AwsRequestID != "" {
+		req.Header.Set(invocationHeader, lc.AwsRequestID)
+	}
+	return t.next.Do(req)
 }
 
 // observe is the proxy's observer.
-func (c *chaosLog) observe(op string, body []byte, f faultproxy.Fault) {
+func (c *chaosLog) observe(op string, body []byte, header http.Header, f faultproxy.Fault) {
 	k := faultproxy.KindOf(f)
 	var record string
 	if k != faultproxy.Pass && k != faultproxy.Delayed {
@@ -112,6 +139,9 @@ func (c *chaosLog) observe(op string, body []byte, f faultproxy.Fault) {
 	c.byOp[op][k.String()]++
 	if record != "" {
 		c.completion[record] = true
+	}
+	if inv := header.Get(invocationHeader); inv != "" {
+		c.invocations[inv] = true
 	}
 }
 
@@ -168,6 +198,14 @@ func (c *chaosLog) hitCompletion(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.completion[id]
+}
+
+// hitInvocation reports whether a fault was injected into a call of the
+// invocation with request id.
+func (c *chaosLog) hitInvocation(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.invocations[id]
 }
 
 // stats is the report's view of the log.
@@ -251,5 +289,10 @@ func pipelineConfig(awsCfg aws.Config, endpoint string, opts Options, chaos *cha
 		return aws.Config{}, nil, err
 	}
 	cfg.BaseEndpoint = aws.String(proxy.URL)
+	next := cfg.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	cfg.HTTPClient = tagInvocation{next}
 	return cfg, func() { _ = proxy.Close() }, nil
 }

@@ -9,10 +9,15 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/logging"
@@ -90,20 +95,62 @@ func TestChaosLogNamesFaultedCompletions(t *testing.T) {
 		}
 	}
 	c := newChaosLog()
-	c.observe("UpdateItem", body(update("p#completed", store.StatusCompleted, "")), faultproxy.FailAfter)
-	c.observe("UpdateItem", body(update("p#acquired", store.StatusCompleted, ddbtypes.ReturnValueAllOld)), faultproxy.ResetAfter)
-	c.observe("UpdateItem", body(update("p#delayed", store.StatusCompleted, "")), faultproxy.Delay(1))
-	c.observe("UpdateItem", body(update("p#passed", store.StatusCompleted, "")), faultproxy.Pass)
-	c.observe("SendMessageBatch", []byte(`{}`), faultproxy.Throttle)
+	c.observe("UpdateItem", body(update("p#completed", store.StatusCompleted, "")), nil, faultproxy.FailAfter)
+	c.observe("UpdateItem", body(update("p#acquired", store.StatusCompleted, ddbtypes.ReturnValueAllOld)), nil, faultproxy.ResetAfter)
+	c.observe("UpdateItem", body(update("p#delayed", store.StatusCompleted, "")), nil, faultproxy.Delay(1))
+	c.observe("UpdateItem", body(update("p#passed", store.StatusCompleted, "")), nil, faultproxy.Pass)
+	c.observe("SendMessageBatch", []byte(`{}`), nil, faultproxy.Throttle)
 	for id, want := range map[string]bool{"p#completed": true, "p#acquired": false, "p#delayed": false, "p#passed": false} {
 		if got := c.hitCompletion(id); got != want {
 			t.Errorf("%s: faulted completion %v, want %v", id, got, want)
 		}
 	}
+	// A fault on any call of an invocation marks the invocation (its time
+	// was spent), whichever key the call was for; a call that passed does
+	// not.
+	h := func(id string) http.Header { return http.Header{invocationHeader: {id}} }
+	c.observe("DescribeTable", []byte(`{}`), h("req-slowed"), faultproxy.Delay(1))
+	c.observe("UpdateItem", body(update("p#other", store.StatusCompleted, "")), h("req-clean"), faultproxy.Pass)
+	for id, want := range map[string]bool{"req-slowed": true, "req-clean": false, "": false} {
+		if got := c.hitInvocation(id); got != want {
+			t.Errorf("invocation %q: faulted %v, want %v", id, got, want)
+		}
+	}
 	st := c.stats(ChaosHeavy, 3)
-	if st.Calls != 5 || st.Faults["FailAfter"] != 1 || st.Faults["ResetAfter"] != 1 || st.Faults["Delay"] != 1 || st.Faults["Throttle"] != 1 ||
+	if st.Calls != 7 || st.Faults["FailAfter"] != 1 || st.Faults["ResetAfter"] != 1 || st.Faults["Delay"] != 2 || st.Faults["Throttle"] != 1 ||
 		st.ByOp["SendMessageBatch"]["Throttle"] != 1 || st.CompletionFaults != 1 || st.Crashes != 3 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestCallsNameTheirInvocation: a call the processor makes through the SDK
+// inside an invocation reaches the server with the invocation's request id
+// in invocationHeader (the SDK hands the call's context to the HTTP client),
+// and a call outside any invocation carries none.
+func TestCallsNameTheirInvocation(t *testing.T) {
+	t.Parallel()
+	seen := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get(invocationHeader)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_, _ = w.Write([]byte(`{"Table":{"TableName":"t"}}`))
+	}))
+	defer srv.Close()
+	client := dynamodb.NewFromConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(srv.URL),
+		HTTPClient:   tagInvocation{awshttp.NewBuildableClient()},
+		Retryer:      func() aws.Retryer { return aws.NopRetryer{} },
+	})
+	inv := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-7"})
+	for ctx, want := range map[context.Context]string{inv: "req-7", context.Background(): ""} {
+		if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("t")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-seen; got != want {
+			t.Errorf("header %q, want %q", got, want)
+		}
 	}
 }
 

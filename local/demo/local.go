@@ -625,6 +625,12 @@ func (r *localRun) observed() Observed {
 			obs.FaultedCompletions[k.ID] = true
 		}
 	}
+	obs.FaultedInvocations = map[string]bool{}
+	for id := range obs.Invocations {
+		if r.chaos.hitInvocation(id) {
+			obs.FaultedInvocations[id] = true
+		}
+	}
 	return obs
 }
 

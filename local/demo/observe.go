@@ -243,8 +243,11 @@ type Observed struct {
 	// Foreign is the number of other messages seen at the operator queue.
 	Foreign int
 	// FaultedCompletions are the keys whose COMPLETED write had a fault
-	// injected by -chaos; Chaos what -chaos injected in all.
+	// injected by -chaos; FaultedInvocations the processor's invocations
+	// (by request id) with a fault injected into any of their calls;
+	// Chaos what -chaos injected in all.
 	FaultedCompletions map[string]bool
+	FaultedInvocations map[string]bool
 	Chaos              *ChaosStats
 	// Left is what the queues still hold at the end, by queue role.
 	Left map[string]int

@@ -233,9 +233,13 @@ func (r RecordStats) Total() int {
 // reached their timeout (abandoned there), how many of those were crashes
 // the demo injected, and the longest one that ended in time.
 type InvocationStats struct {
-	Total          int     `json:"total"`
-	TimedOut       int     `json:"timedOut"`
-	TimedOutCrash  int     `json:"timedOutInjectedCrash"`
+	Total         int `json:"total"`
+	TimedOut      int `json:"timedOut"`
+	TimedOutCrash int `json:"timedOutInjectedCrash"`
+	// TimedOutChaos is those of the rest with a fault -chaos injected
+	// into one of their calls (a delay, or a failure waited out and
+	// retried): the injected faults spent their time.
+	TimedOutChaos  int     `json:"timedOutInjectedFaults"`
 	LongestSeconds float64 `json:"longestSeconds"`
 	TimeoutSeconds float64 `json:"timeoutSeconds"`
 }
@@ -533,10 +537,13 @@ type history struct {
 	completedBy map[[2]string]bool // {key, request id}: completion accepted
 	failedBy    map[[2]string]bool // {key, request id}: completion refused
 	faulted     map[string]bool    // keys whose COMPLETED write -chaos faulted
+	// faultedInv are the invocations with a fault -chaos injected into any
+	// of their calls, for whichever key: what spent their time.
+	faultedInv map[string]bool
 }
 
 func newHistory(obs Observed) history {
-	h := history{invocations: obs.Invocations, completedAt: map[string]time.Time{}, completedBy: map[[2]string]bool{}, failedBy: map[[2]string]bool{}, faulted: obs.FaultedCompletions}
+	h := history{invocations: obs.Invocations, completedAt: map[string]time.Time{}, completedBy: map[[2]string]bool{}, failedBy: map[[2]string]bool{}, faulted: obs.FaultedCompletions, faultedInv: obs.FaultedInvocations}
 	for _, c := range obs.Completions {
 		id := [2]string{c.Key, c.RequestID}
 		if !c.OK {
@@ -579,10 +586,14 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 			return wk, fmt.Sprintf("invocation %s recorded the completion of side effect #%d, yet #%d followed", e.RequestID, e.Seq, next.Seq)
 		case inv.Abandoned && e.Crash:
 			cause, injected = "abandoned at its timeout: crash injected", true
+		case inv.Abandoned && h.faultedInv[e.RequestID]:
+			cause, injected = "abandoned at its timeout: -chaos injected faults into its calls, which spent its time", true
 		case inv.Abandoned:
 			cause = "abandoned at its timeout, with no crash injected: the machine was too slow for it"
 		case h.failedBy[id] && h.faulted[k.ID]:
 			cause, injected = "its COMPLETED write failed: -chaos injected a fault into it", true
+		case h.failedBy[id] && h.faultedInv[e.RequestID]:
+			cause, injected = "its COMPLETED write failed: it ran out of time, spent by faults -chaos injected into its invocation's calls", true
 		case h.failedBy[id]:
 			cause = "its COMPLETED write failed, with no fault injected: it ran out of time"
 		default:
@@ -603,13 +614,15 @@ func (h history) explain(k Key, es []Entry, lockHold time.Duration) (WindowKey, 
 func (s *Summary) observeRuntime(obs Observed, ledger []Entry) {
 	s.Records, s.Chaos = recordStats(obs.Receipts), obs.Chaos
 	s.Records.InProgressHidden = obs.InProgressHidden
-	s.Invocations = invocationStats(obs.Invocations, ledger, s.Timings)
+	s.Invocations = invocationStats(obs.Invocations, obs.FaultedInvocations, ledger, s.Timings)
 }
 
 // invocationStats counts the processor's invocations. An abandoned one that
-// made a crash key's side effect is the demo's injected crash; any other
-// reached its timeout because the machine was slower than the timings.
-func invocationStats(invs map[string]InvocationInfo, ledger []Entry, t Timings) InvocationStats {
+// made a crash key's side effect is the demo's injected crash; one with a
+// fault -chaos injected into any of its calls (faulted) ran out of the time
+// those faults spent; any other reached its timeout because the machine was
+// slower than the timings.
+func invocationStats(invs map[string]InvocationInfo, faulted map[string]bool, ledger []Entry, t Timings) InvocationStats {
 	crashed := map[string]bool{}
 	for _, e := range ledger {
 		if e.Crash {
@@ -622,6 +635,9 @@ func invocationStats(invs map[string]InvocationInfo, ledger []Entry, t Timings) 
 		case inv.Abandoned && crashed[id]:
 			st.TimedOut++
 			st.TimedOutCrash++
+		case inv.Abandoned && faulted[id]:
+			st.TimedOut++
+			st.TimedOutChaos++
 		case inv.Abandoned:
 			st.TimedOut++
 		default:
@@ -657,7 +673,7 @@ func (s *Summary) failUninjected(keys []string, what string) {
 		}
 		s.Violations = append(s.Violations, fmt.Sprintf("%s %s (%s): an invocation the demo did not mean to kill lost its completion", count(len(keys), "key"), what, named))
 	}
-	slow := s.Invocations.TimedOut - s.Invocations.TimedOutCrash
+	slow := s.Invocations.TimedOut - s.Invocations.TimedOutCrash - s.Invocations.TimedOutChaos
 	if len(s.Violations) == 0 || (slow == 0 && s.Records.NotStarted == 0 && len(keys) == 0) {
 		return
 	}
@@ -955,7 +971,12 @@ func (s Summary) renderWindow(p printer) {
 func (s Summary) renderRuntime(p printer) {
 	iv, r := s.Invocations, s.Records
 	p("invocations           %d of the processor; the longest that ended in time took %.1f s of its %s timeout", iv.Total, iv.LongestSeconds, secs(iv.TimeoutSeconds))
-	p("  timed out           %d: %s the demo injected, %d it did not  [%s]", iv.TimedOut, count(iv.TimedOutCrash, "crash"), iv.TimedOut-iv.TimedOutCrash, mark(iv.TimedOut == iv.TimedOutCrash))
+	other := iv.TimedOut - iv.TimedOutCrash - iv.TimedOutChaos
+	if iv.TimedOutChaos > 0 {
+		p("  timed out           %d: %s the demo injected, %d slowed by faults -chaos injected, %d by nothing it injected  [%s]", iv.TimedOut, count(iv.TimedOutCrash, "crash"), iv.TimedOutChaos, other, mark(other == 0))
+	} else {
+		p("  timed out           %d: %s the demo injected, %d it did not  [%s]", iv.TimedOut, count(iv.TimedOutCrash, "crash"), other, mark(other == 0))
+	}
 	p("records               %d delivered to the processor (re-sends, retries and redeliveries included), each answered once:", s.Deliveries)
 	ran, skipped, failed := "ran the handler to completion", "running the handler", "the handler failed: retried, or sent to the operator queue if permanent"
 	if s.Target != nil {

@@ -285,8 +285,9 @@ func TestSummarizeViolations(t *testing.T) {
 // invocation that never recorded its completion, and charged again once that
 // lock expired, is named in the duplicate window with its cause. The run is
 // OK only when the demo injected that cause (a -crash key, a -chaos fault in
-// the COMPLETED write); the same duplicate made by the demo's own timings
-// fails it, with the explanation and the flag that gives more headroom.
+// the COMPLETED write, or in any call of that invocation, which spent its
+// time); the same duplicate made by the demo's own timings fails it, with
+// the explanation and the flag that gives more headroom.
 func TestSummarizeDocumentedWindow(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -294,13 +295,16 @@ func TestSummarizeDocumentedWindow(t *testing.T) {
 		crash      bool
 		failedOnly bool // the completion write failed; the invocation ended normally
 		faulted    bool // -chaos injected a fault into that write
+		invFaulted bool // -chaos injected a fault into another call of the invocation
 		cause      string
 		injected   bool
 	}{
-		{"crash", true, false, false, "abandoned at its timeout: crash injected", true},
-		{"timeout", false, false, false, "abandoned at its timeout, with no crash injected", false},
-		{"failed completion write", false, true, false, "its COMPLETED write failed, with no fault injected", false},
-		{"chaos in the completion write", false, true, true, "its COMPLETED write failed: -chaos injected a fault into it", true},
+		{"crash", true, false, false, false, "abandoned at its timeout: crash injected", true},
+		{"timeout", false, false, false, false, "abandoned at its timeout, with no crash injected", false},
+		{"chaos in the invocation, timeout", false, false, false, true, "abandoned at its timeout: -chaos injected faults into its calls", true},
+		{"failed completion write", false, true, false, false, "its COMPLETED write failed, with no fault injected", false},
+		{"chaos in the completion write", false, true, true, false, "its COMPLETED write failed: -chaos injected a fault into it", true},
+		{"chaos in the invocation, failed completion write", false, true, false, true, "its COMPLETED write failed: it ran out of time, spent by faults -chaos injected", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -313,6 +317,9 @@ func TestSummarizeDocumentedWindow(t *testing.T) {
 			}
 			if tt.faulted {
 				sc.obs.FaultedCompletions = map[string]bool{s1.Key: true}
+			}
+			if tt.invFaulted {
+				sc.obs.FaultedInvocations = map[string]bool{req: true}
 			}
 			sc.effect(s1, "redelivery", started.Add(lockHold), true)
 			s := sc.summarize()
@@ -327,8 +334,14 @@ func TestSummarizeDocumentedWindow(t *testing.T) {
 				k.Causes[0].RequestID != req || !strings.HasPrefix(k.Causes[0].Cause, tt.cause) || k.Causes[0].Injected != tt.injected {
 				t.Errorf("window key %+v", k)
 			}
+			if iv := s.Invocations; tt.invFaulted && !tt.failedOnly && (iv.TimedOut != 1 || iv.TimedOutChaos != 1) {
+				t.Errorf("invocations %+v: want the one timeout counted as slowed by -chaos", iv)
+			}
 			text := s.Render()
 			wants := []string{"duplicate window      1 key had a second side effect", tt.cause}
+			if tt.invFaulted && !tt.failedOnly {
+				wants = append(wants, "timed out           1: 0 crashes the demo injected, 1 slowed by faults -chaos injected, 0 by nothing it injected  [ok]")
+			}
 			if tt.injected {
 				wants = append(wants, "1 was caused by a fault the demo", "verdict: OK")
 			} else {

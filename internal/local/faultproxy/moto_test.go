@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -434,7 +435,7 @@ func TestRandomFaultsAreReproducible(t *testing.T) {
 		var seq []string
 		p := startProxy(t,
 			faultproxy.WithRandom(rates, rand.New(rand.NewPCG(seed, 0))),
-			faultproxy.WithObserver(func(op string, _ []byte, f faultproxy.Fault) {
+			faultproxy.WithObserver(func(op string, _ []byte, _ http.Header, f faultproxy.Fault) {
 				mu.Lock()
 				defer mu.Unlock()
 				seq = append(seq, op+":"+f.String())

@@ -44,7 +44,7 @@ type Proxy struct {
 	// handlers are the requests being handled: Close waits for them, so
 	// that what they forwarded is final when it returns.
 	handlers inflight
-	observe  func(op string, body []byte, f Fault)
+	observe  func(op string, body []byte, header http.Header, f Fault)
 
 	mu      sync.Mutex
 	scripts []*script
@@ -78,7 +78,7 @@ type Option func(*options)
 type options struct {
 	rates   Rates
 	rng     *rand.Rand
-	observe func(op string, body []byte, f Fault)
+	observe func(op string, body []byte, header http.Header, f Fault)
 }
 
 // WithRandom injects faults at random, at the given rates, into requests that
@@ -89,11 +89,12 @@ func WithRandom(r Rates, rng *rand.Rand) Option {
 	return func(o *options) { o.rates, o.rng = r, rng }
 }
 
-// WithObserver calls fn with every request's operation, body and fault, as
-// they are decided and before they are applied, so that a caller can tell
-// which item or message a fault hit. fn may be called concurrently and must
-// not keep body.
-func WithObserver(fn func(op string, body []byte, f Fault)) Option {
+// WithObserver calls fn with every request's operation, body, header and
+// fault, as they are decided and before they are applied, so that a caller
+// can tell which item or message a fault hit, and (by a header its client
+// set) which of its callers made the call. fn may be called concurrently and
+// must not keep body or header.
+func WithObserver(fn func(op string, body []byte, header http.Header, f Fault)) Option {
 	return func(o *options) { o.observe = fn }
 }
 
@@ -278,7 +279,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := identify(r, body)
 	f := p.decide(c.op, body)
 	if p.observe != nil {
-		p.observe(c.op, body, f)
+		p.observe(c.op, body, r.Header, f)
 	}
 	kind, d := f.parts()
 	a, _ := f.(answer)

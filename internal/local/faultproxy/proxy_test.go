@@ -104,7 +104,7 @@ func TestCloseEndsADelayWithoutForwarding(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached <- struct{}{} }))
 	defer upstream.Close()
 	decided := make(chan struct{})
-	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(string, []byte, faultproxy.Fault) { close(decided) }))
+	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(string, []byte, http.Header, faultproxy.Fault) { close(decided) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestObserverSeesTheRequestBody(t *testing.T) {
 		kind     faultproxy.Kind
 	}
 	got := make(chan seen, 1)
-	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(op string, body []byte, f faultproxy.Fault) {
+	p, err := faultproxy.Start(upstream.URL, faultproxy.WithObserver(func(op string, body []byte, _ http.Header, f faultproxy.Fault) {
 		got <- seen{op, string(body), faultproxy.KindOf(f)}
 	}))
 	if err != nil {

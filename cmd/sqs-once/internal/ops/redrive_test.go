@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -172,7 +173,7 @@ func TestRedriveInterruptedAndRerun(t *testing.T) {
 	// the first send to the main queue is on the wire, held by the proxy.
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	proxy, viaProxy := proxied(t, faultproxy.WithObserver(func(op string, _ []byte, _ faultproxy.Fault) {
+	proxy, viaProxy := proxied(t, faultproxy.WithObserver(func(op string, _ []byte, _ http.Header, _ faultproxy.Fault) {
 		if op == "SendMessageBatch" {
 			interrupt()
 		}
