@@ -75,7 +75,12 @@ unit:
 	$(GO) test -race -count=1 -tags integration ./...
 	@# The harness and the CLI, modules of their own: the demo, samstack,
 	@# setup and the template's tests; the CLI's commands on moto_server.
-	$(GO) -C local test -race -count=1 -tags integration ./...
+	@# -timeout: go test's default (10m) bounds a whole package, and the
+	@# template's package runs cfn-lint on some thirty templates (minutes of
+	@# CPU) beside its deployments: on a busy two-core machine it took 9 of
+	@# those 10 minutes. Each test bounds its own waits; this only keeps the
+	@# package's sum from reading as a hang.
+	$(GO) -C local test -race -count=1 -timeout 30m -tags integration ./...
 	$(GO) -C cmd/sqs-once test -race -count=1 -tags integration ./...
 	@# The example is a module of its own, tested as a user tests theirs: on
 	@# sqsoncetest's store, no AWS.

@@ -3,11 +3,15 @@
 package templatetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -88,11 +92,20 @@ func TestCfnLintEveryCombination(t *testing.T) {
 	if err != nil {
 		t.Fatal("cfn-lint is not on PATH; install it: pip install cfn-lint")
 	}
+	combinations := lintCombinations(t)
+	key, err := lintKey(templatePath(t), lint, combinations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := linted.Load(key); ok {
+		t.Logf("cfn-lint: this template and these %d combinations were clean earlier in this process (go test -count)", len(combinations))
+		return
+	}
 	dir := t.TempDir()
 	files := []string{templatePath(t)}
 	names := map[string]string{templatePath(t): "template.yaml"}
 	i := 0
-	for name, params := range lintCombinations(t) {
+	for name, params := range combinations {
 		if params == nil {
 			params = map[string]string{}
 		}
@@ -156,4 +169,36 @@ func TestCfnLintEveryCombination(t *testing.T) {
 		t.Errorf("cfn-lint: %v\n%s", r.err, strings.Join(report, "\n"))
 	}
 	t.Logf("cfn-lint on template.yaml and %d pinned combinations", len(files)-1)
+	if !t.Failed() {
+		linted.Store(key, true)
+	}
+}
+
+// linted holds the lintKey of each clean TestCfnLintEveryCombination in this
+// process. cfn-lint's verdict depends only on the files and the cfn-lint it
+// runs, so a repeat of the test (go test -count=5) with the same ones is
+// answered from here: the tool's runs, four CPU-bound Python processes
+// over some thirty templates, took minutes on a busy two-core machine and
+// were most of the package's time. A failure is never remembered.
+var linted sync.Map
+
+// lintKey names what TestCfnLintEveryCombination's verdict depends on: the
+// template's bytes, the cfn-lint executable's path and bytes, and the
+// combinations.
+func lintKey(template, lint string, combinations map[string]map[string]string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{template, lint} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
+	c, err := json.Marshal(combinations) // map keys sorted: a stable encoding
+	if err != nil {
+		return "", err
+	}
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -4,8 +4,12 @@ package templatetest
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +18,36 @@ import (
 	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
-func TestMain(m *testing.M) { mototest.Main(m) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	warnTimeout(os.Stderr)
+	mototest.Main(m)
+}
+
+// perCount is about what one run of this package's tests takes on a busy
+// two-core machine (idle: a little over two minutes).
+const perCount = 4 * time.Minute
+
+// warnTimeout says, before the tests start, when -count repeats them more
+// often than -timeout (go test's default is 10m) leaves room for: go test
+// would otherwise end the run with "panic: test timed out", which reads
+// like a hang of one test.
+func warnTimeout(w io.Writer) {
+	count, _ := strconv.Atoi(flagValue("test.count"))
+	timeout, _ := time.ParseDuration(flagValue("test.timeout"))
+	if count > 1 && timeout > 0 && time.Duration(count)*perCount > timeout {
+		fmt.Fprintf(w, "templatetest: -count=%d runs these tests %d times, about %s each on a busy machine; -timeout %s may end it early: add -timeout %s\n",
+			count, count, perCount, timeout, time.Duration(count+1)*perCount)
+	}
+}
+
+// flagValue is the value of the testing flag name, "" if there is none.
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
 
 // root is the repository's root directory, where template.yaml lives.
 func root(t testing.TB) string {

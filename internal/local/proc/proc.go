@@ -77,7 +77,8 @@ type Process struct {
 // each line to lines when that is not nil, and returns once ready is true
 // for a line: a server that prints where it listens is never mistaken for
 // another that answers on the port. It fails with ErrExited when the
-// process exits first, and kills it when ctx ends first.
+// process exits first, and kills it when ctx ends first. On Linux the
+// process is also killed when this program exits without stopping it.
 func Start(ctx context.Context, cmd *exec.Cmd, ready func(line string) bool, lines io.Writer) (*Process, error) {
 	var stdout io.ReadCloser
 	if ready != nil {
@@ -86,6 +87,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, ready func(line string) bool, lin
 			return nil, err
 		}
 	}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
