@@ -232,7 +232,10 @@ func TestDemoCountsWhereItHappens(t *testing.T) {
 // TestDemoTooShortATimeoutFailsAndSaysWhy forces a function timeout below
 // the reserve the processor keeps for a batch's last calls: no record can
 // start, nothing is processed, and the run fails, naming the timings as the
-// cause and the flag that gives more room.
+// cause and the flag that gives more room. -wait counts from the first
+// send: when it counted from the run's start, a busy machine spent the 15 s
+// creating the stack, no message was sent, and the run failed for that
+// reason instead.
 func TestDemoTooShortATimeoutFailsAndSaysWhy(t *testing.T) {
 	s, code, report := runMain(t, baseFlags(t, "-n", "10", "-dup", "0", "-poison", "0", "-transient", "0", "-permanent", "0", "-function-timeout", "300ms", "-wait", "15s"))
 	if code != ExitViolation || s.OK {
@@ -296,8 +299,9 @@ func TestDemoChaosHeavy(t *testing.T) {
 
 // TestDemoFailsWhenMessagesAreMissing: giving up before every message has
 // reached an end fails the run with exit status 1 instead of reporting
-// success. What has no end is accounted for as it is: never sent (the
-// deploy alone can outlast -wait 2s), still queued, or lost.
+// success. What has no end is accounted for as it is: never sent (a busy
+// machine may not send them all within -wait 2s, counted from the first
+// send), still queued, or lost.
 func TestDemoFailsWhenMessagesAreMissing(t *testing.T) {
 	s, code, report := runMain(t, fastFlags(t, "-n", "20", "-poison", "2", "-wait", "2s"))
 	left := 0

@@ -404,6 +404,10 @@ type localRun struct {
 	fnLog    *slog.Logger
 	logPath  string
 	start    time.Time
+	// sendStart is when drive began sending: -wait counts from there, so
+	// a slow start-up (the stack's creation on a busy machine) does not
+	// eat the time the messages get.
+	sendStart time.Time
 }
 
 // queues are the queues the run waits to see empty: the stack's, and with
@@ -636,10 +640,11 @@ func (r *localRun) observed() Observed {
 
 // drive sends the workload at a steady pace, the late re-sends once most of
 // the first wave is done, and shows progress until every send has reached
-// an end and the queues are empty, or -wait has passed.
+// an end and the queues are empty, or -wait has passed since the first send.
 func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 	wait := r.opts.wait()
-	ctx, cancel := context.WithDeadline(ctx, r.start.Add(wait))
+	r.sendStart = time.Now()
+	ctx, cancel := context.WithDeadline(ctx, r.sendStart.Add(wait))
 	defer cancel()
 	var wave0, late []Send
 	r.unsent = map[string]bool{}
@@ -697,7 +702,7 @@ func (r *localRun) drive(ctx context.Context, prog *progressWriter) error {
 		case <-ctx.Done():
 			p := r.progress(time.Since(r.start))
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("gave up after %s: %d of %s reached an end (%d of them never sent)", wait, p.Resolved, count(p.Sent, "message"), len(r.w.Sends)-len(sent))
+				return fmt.Errorf("gave up after %s: %d of %s reached an end (%d of them never sent); -wait gives the messages more time", wait, p.Resolved, count(p.Sent, "message"), len(r.w.Sends)-len(sent))
 			}
 			return ctx.Err()
 		case <-tick.C:

@@ -111,7 +111,7 @@ func ParseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.Visibility, "visibility", 0, "visibility timeout set on the main queue after the local deploy (whole seconds, at least -function-timeout; 0: -function-timeout rounded up to a second); the DLQ keeps the template's")
 	fs.DurationVar(&o.FunctionTimeout, "function-timeout", demoFunctionTimeout, "the processor's function timeout (100ms..60s); the lock timeout is three fifths of it. Below 1s (Lambda's minimum) it applies locally only: a way to see what a machine too slow for the timings does")
 	fs.StringVar(&o.Chaos, "chaos", "", "\"light\" or \"heavy\": every AWS call of the pipeline goes through a fault-injecting proxy (500 before or after applying, connection reset after applying, throttling, latency) and some invocations crash after their side effect; the report lists the faults injected")
-	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
+	fs.DurationVar(&o.Wait, "wait", 0, fmt.Sprintf("how long to wait, from the first send, for every message to reach an end (0: %s locally; with -stack, an estimate from the stack's timings plus 5m)", defaultLocalWait))
 	fs.StringVar(&o.Out, "out", "", "directory for the ledger and the functions' logs, kept (default: a new temporary directory, removed at the end unless -keep)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary directory with the ledger and the functions' logs (without it the directory is removed at the end; -out's is always kept)")
 	fs.BoolVar(&o.Verbose, "v", false, "send the functions' JSON logs to stderr as well")

@@ -39,7 +39,7 @@ func (r *localRun) evaluateTarget(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	deadline := r.start.Add(r.opts.wait())
+	deadline := r.sendStart.Add(r.opts.wait())
 	if least := time.Now().Add(drainMinWait); deadline.Before(least) {
 		deadline = least
 	}
