@@ -324,7 +324,11 @@ func wantFunctionError(errType, msg string) func(*testing.T, time.Time, lambdaru
 func buildEcho(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.CommandContext(testContext(t), "go", "build", "-o", bin, "./testdata/echo")
+	// Not testTimeout: that bounds waits on the emulator and the process.
+	// A compile is bounded by go test's -timeout alone, since on a fresh
+	// clone it builds aws-lambda-go from a cold cache, beside every other
+	// package's build: a loaded CI machine took more than 30 s.
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./testdata/echo")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./testdata/echo: %v\n%s", err, out)
