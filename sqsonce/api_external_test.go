@@ -53,11 +53,12 @@ const apiOrdersInvokeTimeout = 10 * time.Second
 // their reason. Every AWS call the binary makes passes a counting proxy, and
 // each step asserts the exact calls it made, by operation.
 func TestAPIExternalProgramUnderLambdaRuntime(t *testing.T) {
-	// Generous for the build: on a cold build cache it compiles the AWS SDK
-	// (some 100 s on 2 cores); with the cache warm the test takes 3 s.
+	// The build is bounded by go test's -timeout alone: on a cold build
+	// cache it compiles the AWS SDK (some 100 s on 2 cores idle, minutes on
+	// a loaded machine); with the cache warm the test takes 3 s.
+	bin := apiBuildOrdersExample(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	bin := apiBuildOrdersExample(ctx, t)
 
 	cfg := mototest.Config(t)
 	table := mototest.NewIdempotencyTable(t, cfg)
@@ -245,11 +246,11 @@ func TestAPIExternalProgramUnderLambdaRuntime(t *testing.T) {
 // apiBuildOrdersExample builds examples/orders as its user would, in its own module
 // (GOWORK=off: no workspace joins it to this one). Its go.sum lists every
 // module it needs, so with those in the module cache it builds offline.
-func apiBuildOrdersExample(ctx context.Context, t *testing.T) string {
+func apiBuildOrdersExample(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bootstrap")
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	cmd.Dir = apiOrdersExampleDir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
