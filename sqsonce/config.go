@@ -19,8 +19,9 @@ import (
 // limits, docs/library.md explains them.
 type Config struct {
 	// Store keeps the lock records (STORE): dynamostore.FromEnv or
-	// dynamostore.New, redisstore.New; a test passes sqsoncetest.NewStore().
-	// Required.
+	// dynamostore.New, redisstore.New, pgstore.New; for exactly-once
+	// effects a store.Transactor (dynamostore.NewTransactional, pgstore.New);
+	// a test passes sqsoncetest.NewStore() or memstore.New(). Required.
 	Store store.Store
 	// KeyPrefix starts every record id, "<prefix>#<key>", so consumers can
 	// share a table (KEY_PREFIX, default AWS_LAMBDA_FUNCTION_NAME). Required:
@@ -48,6 +49,19 @@ type Config struct {
 	// flight"). Zero: ErrInProgress at once. NewConsumer refuses it: Handle
 	// does not wait, it retries the record (ConsumerConfig.InProgress).
 	WaitInProgress time.Duration
+	// PermanentEffect, when set, says whether a transaction refused by a
+	// condition of the work's own writes is a failure no retry fixes (an
+	// order already cancelled): a *store.EffectError arises at the commit,
+	// after the work returned, so the work cannot mark it Permanent
+	// itself. True makes it Permanent, the lock released: Handle forwards
+	// the record to ConsumerConfig.OperatorQueueURL at once, Do and
+	// DoResult return it marked (IsPermanent; errors.As still finds the
+	// *store.EffectError and the store's detail: on DynamoDB the
+	// *types.TransactionCanceledException and its CancellationReasons, on
+	// PostgreSQL the *pgconn.PgError and its ConstraintName). Nil, or
+	// false: the refusal is retried like any failure of the work. It is
+	// asked only on a store.Transactor.
+	PermanentEffect func(*store.EffectError) bool
 	// OnOutcome, when set, receives every Outcome: once per record at the
 	// end of Handle, once per Do or DoResult, on the calling goroutine.
 	OnOutcome func(context.Context, Outcome)

@@ -1,6 +1,6 @@
 // Package sqsonce runs a function once per idempotency key, under a lock in
-// a store.Store (store/dynamostore, store/redisstore, or store/memstore in
-// a test): a Handler for each record of an AWS Lambda SQS event, or any Go
+// a store.Store (store/dynamostore, store/redisstore, store/pgstore, or
+// store/memstore in a test): a Handler for each record of an AWS Lambda SQS event, or any Go
 // function with Do and DoResult.
 //
 // A Lambda function (the event source mapping reports batch item
@@ -22,5 +22,9 @@
 // (dynamostore.NewTransactional, pgstore), the writes the function adds to
 // its transaction (dynamostore.Add, pgstore.Tx) commit in one transaction
 // with the key's completion: both or neither, so a crash, a lost answer or
-// a lock taken over never applies them twice.
+// a lock taken over never applies them twice. The transaction is the
+// function's own lock's (a Do nested in the function has its own, or none
+// on a store without transactions), and takes nothing once the function
+// returned. Config.PermanentEffect says which refusals of the function's
+// own writes' conditions no retry fixes.
 package sqsonce

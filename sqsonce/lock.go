@@ -141,6 +141,9 @@ type locker struct {
 	newOwner func() string
 	// rand returns uniform values in [0, 1): the jitter of a wait.
 	rand func() float64
+	// permanentEffect, when set, marks a transaction refused by a
+	// condition of the work's own writes Permanent (Config.PermanentEffect).
+	permanentEffect func(*store.EffectError) bool
 }
 
 // recordID is key's record id.
@@ -334,8 +337,12 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 		// No call to the store: a transaction fn adds nothing to costs
 		// nothing, and its completion is Store.Complete.
 		tx = t.Begin(lease)
-		workCtx = store.ContextWithTx(workCtx, tx)
 	}
+	// The work's context carries its own lock's transaction, or none: a Do
+	// nested in another's work must not inherit the outer transaction,
+	// whose rollback (the outer work failing) would drop the inner work's
+	// writes after the inner key was completed.
+	workCtx = store.ContextWithTx(workCtx, tx)
 	return &hold{
 		g:           g,
 		key:         key,
@@ -402,6 +409,7 @@ func (h *hold) end() (store.Lease, error) {
 // completion instead (finishTx). ctx bounds the store calls. Call it once.
 func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockResult {
 	lease, lostErr := h.end()
+	h.seal()
 	g := h.g
 	res := lockResult{tookOver: lease.TookOver, fence: lease.Fence, lockExpiresAt: lease.LockExpiresAt, lockLost: lostErr != nil}
 	if workErr != nil {
@@ -453,6 +461,9 @@ func (h *hold) finishTx(ctx context.Context, lease store.Lease, result []byte, r
 		res.outcome, res.err, res.lockLost = failed, err, true
 	case errors.As(err, &refused):
 		res.outcome, res.err = failed, err
+		if g.permanentEffect != nil && g.permanentEffect(refused) {
+			res.err = Permanent(err)
+		}
 		res.releaseErr = g.store.Release(ctx, lease, g.now())
 	case errors.Is(err, store.ErrNotCommitted):
 		res.outcome, res.err = uncommitted, storeErr("commit", lease.ID, err)
@@ -476,10 +487,21 @@ func (h *hold) finishTx(ctx context.Context, lease store.Lease, result []byte, r
 // instead of finish.
 func (h *hold) abandon() store.Lease {
 	lease, _ := h.end()
+	h.seal()
 	if h.tx != nil && !h.tx.Empty() {
 		_ = h.tx.Rollback(context.Background()) // nothing to report it to: the lock expires either way
 	}
 	return lease
+}
+
+// seal closes the work's transaction to writes: the work has returned,
+// and a write a goroutine of it adds from now on is refused
+// (store.ErrTxEnded) instead of being dropped, or taken after Empty said
+// there was nothing to commit.
+func (h *hold) seal() {
+	if h.tx != nil {
+		h.tx.Seal()
+	}
 }
 
 // run calls fn and reports how it ended. fn runs on a goroutine of its own

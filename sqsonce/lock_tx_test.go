@@ -128,12 +128,11 @@ func (t *txLogged) Rollback(ctx context.Context) error {
 // adds w to the transaction its context carries (store.TxFrom, a
 // *memstore.Tx; here the logged one, whose Add is memstore's).
 func txAdd(ctx context.Context, w any) error {
-	tx, ok := store.TxFrom(ctx).(interface{ Add(write any) })
+	tx, ok := store.TxFrom(ctx).(interface{ Add(write any) error })
 	if !ok {
 		return fmt.Errorf("the handler's context carries no memstore transaction (%T)", store.TxFrom(ctx))
 	}
-	tx.Add(w)
-	return nil
+	return tx.Add(w)
 }
 
 // txBed is a Do processor and a Consumer on one txStore, the outcomes
@@ -293,13 +292,13 @@ func TestLockTxEachCommitAnswer(t *testing.T) {
 		{
 			name: "unknown-every-attempt", work: func(ctx context.Context, key string, _ int) error { return writes(ctx, key) },
 			fault: unknown(completeAttempts, false),
-			ops:   []string{"acquire", "commit", "commit", "commit", "commit"}, status: store.StatusProcessing, kind: KindFailed, reason: ReasonStoreUnavailable,
+			ops:   []string{"acquire", "commit", "commit", "commit", "commit"}, status: store.StatusProcessing, kind: KindFailed, reason: ReasonCommitUnknown,
 			doErr: func(err error) bool { return errors.Is(err, ErrUnavailable) && errors.Is(err, errTxTransient) }, retried: true, commitsSet: completeAttempts,
 		},
 		{
 			name: "unknown-every-attempt-first-applied", work: func(ctx context.Context, key string, _ int) error { return writes(ctx, key) },
 			fault: unknown(completeAttempts, true),
-			ops:   []string{"acquire", "commit", "commit", "commit", "commit"}, status: store.StatusCompleted, committed: true, kind: KindFailed, reason: ReasonStoreUnavailable,
+			ops:   []string{"acquire", "commit", "commit", "commit", "commit"}, status: store.StatusCompleted, committed: true, kind: KindFailed, reason: ReasonCommitUnknown,
 			doErr: func(err error) bool { return errors.Is(err, ErrUnavailable) && errors.Is(err, errTxTransient) }, retried: true, commitsSet: completeAttempts,
 		},
 		{
@@ -310,7 +309,7 @@ func TestLockTxEachCommitAnswer(t *testing.T) {
 				}
 				return false, fmt.Errorf("connection gone: %w", store.ErrNotCommitted)
 			},
-			ops: []string{"acquire", "commit", "release"}, status: store.StatusReleased, kind: KindFailed, reason: ReasonStoreUnavailable,
+			ops: []string{"acquire", "commit", "release"}, status: store.StatusReleased, kind: KindFailed, reason: ReasonNotCommitted,
 			doErr: func(err error) bool { return errors.Is(err, store.ErrNotCommitted) }, retried: true, commitsSet: 1,
 		},
 	}
@@ -425,8 +424,7 @@ func TestLockTxOnMemstoreThroughThePublicAPI(t *testing.T) {
 		if !ok {
 			return fmt.Errorf("the context carries %T, want a *memstore.Tx", store.TxFrom(ctx))
 		}
-		tx.Add(txOrder{key})
-		return nil
+		return tx.Add(txOrder{key})
 	}
 	p, err := New(cfg)
 	if err != nil {

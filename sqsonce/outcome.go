@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // Outcome is what happened to one record, or one call of Do or DoResult:
@@ -107,6 +109,17 @@ const (
 	// ReasonDeliveryUnknown: the target's answer was lost
 	// (ErrOutcomeUnknown); the lock is kept until it expires.
 	ReasonDeliveryUnknown Reason = "delivery-unknown"
+	// ReasonCommitUnknown: the work's transaction (a store.Transactor's)
+	// was sent to commit and its outcome could not be settled (the answer
+	// lost, the retries spent, the record unread): the lock is kept until
+	// it expires, and the next delivery finds the key completed or runs
+	// the work again; the effect is applied once either way.
+	ReasonCommitUnknown Reason = "commit-unknown"
+	// ReasonNotCommitted: the work's transaction is known not to have
+	// committed, and cannot be tried again as it was (store.ErrNotCommitted:
+	// its connection gone, a serialization failure or deadlock): nothing
+	// of the effect is applied, the lock is released, the work runs again.
+	ReasonNotCommitted Reason = "not-committed"
 )
 
 // classify is the Outcome of what the lock did: the one reading of a
@@ -137,7 +150,15 @@ func classify(res lockResult) Outcome {
 		if res.lockLost {
 			o.Kind, o.Reason = KindFailed, ReasonLockLost
 		}
-	default: // notAcquired, uncommitted
+	case uncommitted:
+		o.Kind, o.Reason = KindFailed, ReasonCommitUnknown
+		switch {
+		case errors.Is(res.err, ErrMisconfigured):
+			o.Reason = ReasonStoreMisconfigured
+		case errors.Is(res.err, store.ErrNotCommitted):
+			o.Reason = ReasonNotCommitted
+		}
+	default: // notAcquired
 		o.Kind, o.Reason = KindFailed, ReasonStoreUnavailable
 		if errors.Is(res.err, ErrMisconfigured) {
 			o.Reason = ReasonStoreMisconfigured

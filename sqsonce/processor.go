@@ -136,6 +136,8 @@ func build(cfg ConsumerConfig, h Handler, d deps) (*Processor, error) {
 			newOwner:    randomOwner,
 			hashKeys:    cfg.HashKeys,
 			rand:        cfg.Test.Rand,
+			// A func, not an interface: one question, asked per refusal.
+			permanentEffect: cfg.PermanentEffect,
 		},
 		sqs:     d.sqs,
 		handler: h,
@@ -478,7 +480,12 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			log.WarnContext(ctx, "record failed; retried later", "error", res.err, "permanent", permanent)
 		}
 	case uncommitted:
-		log.ErrorContext(ctx, "record's transaction not committed: nothing of its effect is applied (or, the store's answer lost, the record settles it for the next delivery); retried later",
+		if o.Reason == ReasonCommitUnknown {
+			log.ErrorContext(ctx, "record's transaction has an unknown outcome: the store's answer to the commit was lost and the record could not be read to settle it; its lock is kept until it expires, then the next delivery finds it completed (a duplicate) or runs the work again, its effect applied once either way",
+				"error", res.err)
+			return o
+		}
+		log.ErrorContext(ctx, "record's transaction not committed: nothing of its effect is applied; retried later",
 			"error", res.err)
 	default:
 		if o.Reason == ReasonStoreMisconfigured {

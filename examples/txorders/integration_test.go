@@ -165,7 +165,55 @@ func TestExactlyOneOrderRow(t *testing.T) {
 					}
 				})
 			}
+			t.Run("a receipt under a nested Do on a store without transactions", func(t *testing.T) {
+				nestedReceipt(t, tg, store.name)
+			})
+			t.Run("a write after the handler returned", func(t *testing.T) {
+				order := orderID(t)
+				code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-leak")
+				if code != exitOK || !strings.Contains(out, "recorded by run") {
+					t.Fatalf("exit %d, want %d and the order recorded\n%s", code, exitOK, out)
+				}
+				if !strings.Contains(out, "late write refused:") || !strings.Contains(out, "transaction has ended") {
+					t.Errorf("the goroutine's write after the handler returned was not refused with the transaction ended; a nil error drops it silently\n%s", out)
+				}
+				if n := rows(t, tg, order); n != 1 {
+					t.Errorf("%d order rows, want 1 (the handler's; the late write refused)", n)
+				}
+			})
 		})
+	}
+}
+
+// nestedReceipt runs a handler that writes its order row, then a receipt
+// under a nested Do whose store has no transactions, then fails (a later
+// step). The receipt's transactional write must be refused (it would join
+// the order's transaction, whose rollback drops it after the receipt's key
+// completed: an effect lost for good); so nothing commits, and neither key
+// is completed.
+func nestedReceipt(t *testing.T, tg target, storeName string) {
+	t.Helper()
+	order := orderID(t)
+	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-receipt", "-fail")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d (not recorded)\n%s", code, exitFailed, out)
+	}
+	refusal := map[string]string{"dynamodb": "dynamostore.Add: no transaction in the context", "postgres": "pgstore: the context carries no transaction"}[storeName]
+	if !strings.Contains(out, refusal) {
+		t.Errorf("the nested work's transactional write was not refused with %q\n%s", refusal, out)
+	}
+	if n := rows(t, tg, order); n != 0 {
+		t.Errorf("%d order rows, want 0 (the handler failed)", n)
+	}
+	if n := rows(t, tg, order+"/receipt"); n != 0 {
+		t.Errorf("%d receipt rows, want 0", n)
+	}
+	code, status := runToEnd(t, tg, tg.addr, "-order", order, "-status")
+	if code != exitOK {
+		t.Fatalf("-status: exit %d\n%s", code, status)
+	}
+	if strings.Contains(status, "COMPLETED") {
+		t.Errorf("a key is completed whose write was not committed (a lost effect: the key never runs again):\n%s", status)
 	}
 }
 

@@ -67,7 +67,12 @@ type options struct {
 	order                            string
 	amount                           int64
 	lockTimeout, wait                time.Duration
-	plain, hold, setup, count        bool
+	plain, hold, setup, count, state bool
+	// receipt, leak and fail are the transaction's edges: a receipt
+	// written under a nested Do on a store without transactions, a write
+	// by a goroutine after the handler returned, and a handler failing
+	// after its writes.
+	receipt, leak, fail bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -86,6 +91,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.hold, "hold", false, `after writing the order row, print "holding" and wait for a line on stdin before returning: a handler its test pauses`)
 	fs.BoolVar(&o.setup, "setup", false, "create the tables if they do not exist, and exit")
 	fs.BoolVar(&o.count, "count", false, "print the number of rows of -order in the orders table, and exit")
+	fs.BoolVar(&o.state, "status", false, "print the status of -order's record and of its receipt's (none, PROCESSING, COMPLETED, RELEASED), and exit")
+	fs.BoolVar(&o.receipt, "receipt", false, `also write a receipt row (order "<order>/receipt") under a nested Do on a second processor whose store is an instrumented wrapper with no transactions: the receipt's write is refused, since it would join the order's transaction and be lost if that rolled back after the receipt's key completed`)
+	fs.BoolVar(&o.leak, "leak", false, "write a second order row from a goroutine after the handler returned, and say whether the write was refused (it must be: the transaction has ended)")
+	fs.BoolVar(&o.fail, "fail", false, "make the handler fail after its writes (a later step failing): nothing of it commits")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -125,6 +134,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintln(stdout, n)
 		return exitOK
+	case o.state:
+		for _, prefix := range []string{"txorders", "txorders-receipts"} {
+			status := "none"
+			rec, err := b.store.Read(ctx, store.RecordID(prefix, o.order))
+			switch {
+			case err == nil:
+				status = string(rec.Status)
+			case !errors.Is(err, store.ErrNotFound):
+				fmt.Fprintln(stderr, "txorders: status:", err)
+				return exitUsage
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", prefix, status)
+		}
+		return exitOK
 	}
 	return process(ctx, b, o, stdin, stdout, stderr)
 }
@@ -143,7 +166,18 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 		fmt.Fprintln(stderr, "txorders:", err)
 		return exitUsage
 	}
+	receipts, err := sqsonce.New(sqsonce.Config{
+		Store:     instrumented{b.store},
+		KeyPrefix: "txorders-receipts",
+		Logger:    slog.New(slog.NewTextHandler(stderr, nil)),
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "txorders:", err)
+		return exitUsage
+	}
 	row := orderRow{OrderID: o.order, AmountCents: o.amount, Run: newRunID()}
+	returned := make(chan struct{})
+	late := make(chan error, 1)
 	err = p.Do(ctx, o.order, func(ctx context.Context) error {
 		write := b.addOrder
 		if o.plain {
@@ -152,11 +186,36 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 		if err := write(ctx, row); err != nil {
 			return err
 		}
+		if o.receipt {
+			receipt := orderRow{OrderID: o.order + "/receipt", AmountCents: o.amount, Run: row.Run}
+			if err := receipts.Do(ctx, o.order, func(ctx context.Context) error { return write(ctx, receipt) }); err != nil {
+				return fmt.Errorf("receipt: %w", err)
+			}
+		}
+		if o.leak {
+			go func() {
+				<-returned
+				late <- write(ctx, orderRow{OrderID: o.order, AmountCents: o.amount, Run: row.Run + "-late"})
+			}()
+		}
 		if o.hold {
-			return hold(ctx, stdin, stdout)
+			if err := hold(ctx, stdin, stdout); err != nil {
+				return err
+			}
+		}
+		if o.fail {
+			return errors.New("a later step of the handler failed")
 		}
 		return nil
 	})
+	close(returned)
+	if o.leak {
+		if lerr := <-late; lerr != nil {
+			fmt.Fprintf(stdout, "late write refused: %v\n", lerr)
+		} else {
+			fmt.Fprintln(stdout, "late write accepted")
+		}
+	}
 	switch {
 	case err == nil:
 		fmt.Fprintf(stdout, "order %s: recorded by run %s\n", o.order, row.Run)
@@ -171,6 +230,13 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 	fmt.Fprintf(stdout, "order %s: not recorded: %v\n", o.order, err)
 	return exitFailed
 }
+
+// instrumented is a store wrapped as a program wraps one to count or log
+// its calls: it has store.Store's methods only, so its locks have no
+// transaction (it is no store.Transactor), and a work under them cannot
+// write transactionally, even when it runs inside the work of another
+// lock that can.
+type instrumented struct{ store.Store }
 
 // hold says the handler has written and waits for a line on stdin (or the
 // end of ctx: a renewal that found the lock lost ends it).

@@ -12,10 +12,17 @@ import (
 // transaction for each lock it takes (Begin), hands it to the work in its
 // context (ContextWithTx; a store's package reads it back with TxFrom and
 // gives the work its own kind of write: dynamostore.Add, pgstore.Tx), and
-// ends it with exactly one Commit (the work succeeded) or Rollback (it
-// failed). A transaction the work added nothing to is never committed:
-// the completion is then Store.Complete, as on a store without
+// seals it once the work has returned (Seal: no write is taken after
+// that), then ends it with exactly one Commit (the work succeeded) or
+// Rollback (it failed). A transaction the work added nothing to is never
+// committed: the completion is then Store.Complete, as on a store without
 // transactions, at the same cost.
+//
+// The transaction in a work's context is always its own lock's: the lock
+// of a store without transactions gives its work a context with none, so
+// that a Do nested in the work of another's never writes into the outer
+// lock's transaction (which the outer work's failure would roll back
+// after the inner key was completed).
 type Transactor interface {
 	Store
 	// Begin returns the transaction of lease's work. It makes no call to
@@ -26,6 +33,15 @@ type Transactor interface {
 
 // Tx is the transaction of one lease's work.
 type Tx interface {
+	// Seal ends the work's part of the transaction: sqsonce calls it as
+	// soon as the work has returned (or is given up), before Empty, Commit
+	// or Rollback. From then on the transaction takes no write: the
+	// store's helper (dynamostore.Add, pgstore.Tx) refuses every one with
+	// an error matching ErrTxEnded, so that a goroutine the work left
+	// behind never has a write dropped with a nil error. A write taken
+	// before Seal is the work's, committed or rolled back with it. Commit
+	// and Rollback seal too; Seal may be called more than once.
+	Seal()
 	// Empty reports whether the work added nothing to the transaction.
 	Empty() bool
 	// Commit applies the work's writes and completes the lease's record as
@@ -50,6 +66,11 @@ type Tx interface {
 	// caller releases it.
 	Rollback(ctx context.Context) error
 }
+
+// ErrTxEnded: a write was given to a transaction that takes no more: its
+// work has returned (the transaction is sealed, committing, committed or
+// rolled back). The write is not applied.
+var ErrTxEnded = errors.New("sqsonce: the work's transaction has ended (its work returned): the write is not applied; a goroutine of the work must finish before the work returns")
 
 // ErrNotCommitted: a transaction's commit is known not to have applied
 // anything, and cannot be tried again as it was: the work must run again.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -64,7 +65,10 @@ var (
 // record, its owner and fence, and past the token's lifetime (10 minutes)
 // or where it is ignored, the record's condition refuses the repeat and
 // one strongly consistent GetItem of the record recognises the commit as
-// the lock's own.
+// the lock's own. The same token with other items (only another
+// transaction of the same lease could send them) is DynamoDB's
+// IdempotentParameterMismatchException: nothing of it applied, and the
+// commit fails with store.ErrNotCommitted.
 func NewTransactional(api TxAPI, table string) *Store {
 	return &Store{api: api, txAPI: api, table: table}
 }
@@ -85,6 +89,7 @@ func (s *Store) Begin(lease store.Lease) store.Tx {
 // so it is always empty and never committed.
 type plainTx struct{}
 
+func (plainTx) Seal()                          {}
 func (plainTx) Empty() bool                    { return true }
 func (plainTx) Rollback(context.Context) error { return nil }
 func (plainTx) Commit(context.Context, time.Time, []byte) error {
@@ -100,7 +105,10 @@ type transaction struct {
 	mu     sync.Mutex
 	writes []types.TransactWriteItem
 	bytes  int
-	// done once rolled back: nothing more may be added or committed.
+	// sealed once the work returned (Seal, Commit, Rollback): nothing
+	// more may be added.
+	sealed bool
+	// done once rolled back: nothing may be committed.
 	done bool
 }
 
@@ -116,7 +124,10 @@ type transaction struct {
 //
 // Add refuses, before any call and adding none of writes, with an error
 // naming the limit: no transaction in ctx (the work does not run under
-// sqsonce on a store.Transactor); a store from New; more than MaxWrites
+// sqsonce on a store.Transactor, or is the work of a Do on a store
+// without transactions, nested in another's: its writes would be the
+// outer lock's); the work has returned (store.ErrTxEnded: a goroutine it
+// left behind); a store from New; more than MaxWrites
 // writes in all; items over MaxTransactionBytes in all (estimated by
 // DynamoDB's size rules: a Put's item, an Update's key and values, a
 // Delete's or ConditionCheck's key); a write with no action or more than
@@ -134,7 +145,7 @@ func Add(ctx context.Context, writes ...types.TransactWriteItem) error {
 	case stager:
 		return stage(tx, writes)
 	case nil:
-		return errors.New("dynamostore.Add: no transaction in the context: the work must run under sqsonce (Handle, Do or DoResult) on a store that has transactions, dynamostore.NewTransactional or memstore, and be given the context sqsonce passes it")
+		return errors.New("dynamostore.Add: no transaction in the context: the work must run under sqsonce (Handle, Do or DoResult) on a store that has transactions, dynamostore.NewTransactional or memstore, and be given the context sqsonce passes it (the work of a Do nested in another's has its own lock's transaction, none on a store without transactions)")
 	default:
 		return fmt.Errorf("dynamostore.Add: the transaction in the context is a %T, another store's: the work's writes go through that store's own helper", tx)
 	}
@@ -144,8 +155,8 @@ func Add(ctx context.Context, writes ...types.TransactWriteItem) error {
 func (t *transaction) add(writes []types.TransactWriteItem) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.done {
-		return fmt.Errorf("dynamostore.Add: the transaction of record %q has ended (rolled back)", t.lease.ID)
+	if t.sealed {
+		return fmt.Errorf("dynamostore.Add: record %q: %w", t.lease.ID, store.ErrTxEnded)
 	}
 	_, bytes, err := checkWrites(len(t.writes), t.bytes, writes, t.s.table, t.lease.ID)
 	if err != nil {
@@ -160,13 +171,16 @@ func (t *transaction) add(writes []types.TransactWriteItem) error {
 // writes of any kind: named by its methods, so that this package does not
 // link a test store into every program that uses it.
 type stager interface {
-	Add(write any)
+	Add(write any) error
 	Writes() []any
 }
 
 // stage adds writes to a memstore transaction, under the limits Add
 // applies on DynamoDB, so that a test on memstore fails where DynamoDB
-// would.
+// would. The transaction refuses them once sealed; a work's writes are
+// added one at a time, so a seal between two of them leaves the earlier
+// ones to commit and refuses the rest, as a seal between two calls of Add
+// does: the work itself has returned, only a goroutine of it is adding.
 func stage(tx stager, writes []types.TransactWriteItem) error {
 	count, size := 0, 0
 	for _, w := range tx.Writes() {
@@ -179,7 +193,9 @@ func stage(tx stager, writes []types.TransactWriteItem) error {
 		return err
 	}
 	for _, w := range writes {
-		tx.Add(w)
+		if err := tx.Add(w); err != nil {
+			return fmt.Errorf("dynamostore.Add: %w", err)
+		}
 	}
 	return nil
 }
@@ -327,6 +343,13 @@ func numberSize(s string) int {
 	return min((digits+1)/2+1, 21)
 }
 
+// Seal implements store.Tx.
+func (t *transaction) Seal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
+}
+
 // Empty implements store.Tx.
 func (t *transaction) Empty() bool {
 	t.mu.Lock()
@@ -339,7 +362,7 @@ func (t *transaction) Empty() bool {
 func (t *transaction) Rollback(context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.writes, t.bytes, t.done = nil, 0, true
+	t.writes, t.bytes, t.sealed, t.done = nil, 0, true, true
 	return nil
 }
 
@@ -352,6 +375,7 @@ func (t *transaction) Rollback(context.Context) error {
 // one strongly consistent read of the record settles.
 func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte) error {
 	t.mu.Lock()
+	t.sealed = true
 	writes, done := t.writes, t.done
 	t.mu.Unlock()
 	if done {
@@ -389,6 +413,16 @@ const (
 
 // settle sorts a failed commit's error; the record's reason is the n-th.
 func (t *transaction) settle(ctx context.Context, err error, n int) error {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "IdempotentParameterMismatchException" {
+		// The token was used, within its 10 minutes, by a request with
+		// other items: DynamoDB applied nothing of this one. Only another
+		// transaction of the same lease can have used it (the token is the
+		// lease's), never a repeat of this one, whose writes are sealed: so
+		// this one cannot commit as it is, and reading the record would
+		// mistake the other's commit for this one's.
+		return &store.StoreError{Op: "commit", ID: t.lease.ID, Err: fmt.Errorf("%w: its ClientRequestToken was used by another request of the same lease with other items: %w", store.ErrNotCommitted, err)}
+	}
 	var canceled *types.TransactionCanceledException
 	if errors.As(err, &canceled) {
 		reasons := canceled.CancellationReasons

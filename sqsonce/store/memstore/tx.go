@@ -3,6 +3,7 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,9 +20,11 @@ type Tx struct {
 	s     *Store
 	lease store.Lease
 	mu    sync.Mutex
-	// writes are the work's, in the order added; done once committed or
-	// rolled back.
+	// writes are the work's, in the order added; sealed once the work
+	// returned (Seal, Commit, Rollback): no write is taken after it; done
+	// once committed or rolled back.
 	writes []any
+	sealed bool
 	done   bool
 }
 
@@ -37,11 +40,24 @@ func (s *Store) Begin(lease store.Lease) store.Tx {
 	return &Tx{s: s, lease: lease}
 }
 
-// Add adds a write to the transaction.
-func (t *Tx) Add(write any) {
+// Add adds a write to the transaction, or refuses it with an error
+// matching store.ErrTxEnded once the transaction is sealed (its work has
+// returned), as every store's transaction does.
+func (t *Tx) Add(write any) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sealed {
+		return fmt.Errorf("memstore: record %q: %w", t.lease.ID, store.ErrTxEnded)
+	}
 	t.writes = append(t.writes, write)
+	return nil
+}
+
+// Seal implements store.Tx.
+func (t *Tx) Seal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
 }
 
 // Writes returns the writes added so far, in order: a store's helper that
@@ -68,6 +84,7 @@ func (t *Tx) Commit(ctx context.Context, until time.Time, result []byte) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sealed = true
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,7 +115,7 @@ func (t *Tx) Commit(ctx context.Context, until time.Time, result []byte) error {
 func (t *Tx) Rollback(context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.writes, t.done = nil, true
+	t.writes, t.sealed, t.done = nil, true, true
 	return nil
 }
 

@@ -2,10 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"log"
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
@@ -67,5 +69,43 @@ func ExampleStore_Sweep() {
 			continue
 		}
 		log.Printf("swept %d expired records", n)
+	}
+}
+
+// The work's transaction under REPEATABLE READ: begun with the options
+// given, as pgx's BeginTx. The lock is not renewed while the work runs
+// (LockTimeout zero under a deadline: it lasts to the deadline), since a
+// renewal changes the record's row after the work's snapshot and the
+// completion then fails (not committed; the work runs again). (Compiled,
+// not run.)
+func ExampleBeginTx() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	p, err := sqsonce.New(sqsonce.Config{Store: pgstore.New(pool, "idempotency"), KeyPrefix: "stock"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = p.Do(ctx, "reserve-1234", func(ctx context.Context) error {
+		tx, err := pgstore.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			return err
+		}
+		var left int
+		if err := tx.QueryRow(ctx, `SELECT left FROM stock WHERE sku = $1`, "sku-1").Scan(&left); err != nil {
+			return err
+		}
+		if left == 0 {
+			return sqsonce.Permanent(errors.New("sku-1 is out of stock"))
+		}
+		_, err = tx.Exec(ctx, `UPDATE stock SET left = left - 1 WHERE sku = $1`, "sku-1")
+		return err
+	})
+	if err != nil {
+		log.Print(err)
 	}
 }

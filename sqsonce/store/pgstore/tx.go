@@ -26,7 +26,17 @@ var ErrNoTx = errors.New("pgstore: the context carries no transaction of a pgsto
 // the transaction: its Commit returns an error and its Rollback does
 // nothing (so that `defer tx.Rollback(ctx)` stays harmless); the work
 // fails by returning an error. Savepoints (the pgx.Tx's Begin) work as
-// usual.
+// usual. Tx is BeginTx with PostgreSQL's defaults (READ COMMITTED, or
+// the server's default_transaction_isolation).
+//
+// Once the work has returned, the transaction takes nothing more: Tx, and
+// every statement through a pgx.Tx it returned (or a savepoint of it),
+// fails with an error matching store.ErrTxEnded, so that a goroutine the
+// work left behind learns that its write is not applied. A statement
+// under way when the work returns is the work's: the commit waits for it.
+// Rows of a Query must be closed before the work returns (pgx holds the
+// connection until then, and the commit would find it busy: nothing is
+// applied and the key runs again).
 //
 // The business tables must be in the same database as the store's table.
 // Tx returns ErrNoTx when ctx carries no transaction of a pgstore.Store.
@@ -35,7 +45,42 @@ func Tx(ctx context.Context) (pgx.Tx, error) {
 	if !ok {
 		return nil, ErrNoTx
 	}
-	return t.begin(ctx)
+	return t.begin(ctx, nil)
+}
+
+// BeginTx is Tx with the options the transaction begins with, as pgx's
+// BeginTx takes them: the isolation level, READ ONLY (which the
+// completion's UPDATE refuses: never for a work that completes), and
+// DEFERRABLE. The first call of BeginTx or Tx begins the transaction;
+// a later BeginTx with other options fails (the transaction has begun
+// with the first ones), a later Tx returns it as it is.
+//
+// What the level means for the completion, which is an UPDATE of the
+// record's row in the work's transaction, conditioned on the lease's
+// owner, fence and PROCESSING:
+//
+//   - ReadCommitted (the default): the UPDATE reads the row's latest
+//     committed version, so the condition sees a takeover committed at
+//     any time before it; the work's own statements see each other
+//     statement's snapshot.
+//   - RepeatableRead and Serializable: the work reads one snapshot, taken
+//     at its first statement. A row changed by another transaction after
+//     that snapshot cannot be updated by this one (SQLSTATE 40001): the
+//     record's own row is changed by every renewal of the lock, so a
+//     renewal (Config.LockTimeout, or a context without a deadline)
+//     between the work's first statement and the completion makes the
+//     completion fail, nothing applied, and the key runs again. Use them
+//     where the lock is not renewed while the work runs: under a Lambda
+//     invocation's deadline with LockTimeout zero, or with a LockTimeout
+//     longer than the work. A takeover is refused the same way, as it
+//     must be. Serializable also refuses a commit that conflicts with a
+//     concurrent transaction's reads (40001): not committed, run again.
+func BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	t, ok := store.TxFrom(ctx).(*transaction)
+	if !ok {
+		return nil, ErrNoTx
+	}
+	return t.begin(ctx, &opts)
 }
 
 // transaction is the store.Tx of one lease's work.
@@ -43,9 +88,16 @@ type transaction struct {
 	s     *Store
 	lease store.Lease
 
+	// mu guards the fields below, and is held for the whole of each of
+	// the work's statements and of Commit, so that none runs on the
+	// connection while another does.
 	mu    sync.Mutex
 	tx    pgx.Tx // nil until the work asks for it
+	opts  pgx.TxOptions
 	state txState
+	// sealed once the work returned (Seal, Commit, Rollback): no statement
+	// of the work's is run after it.
+	sealed bool
 }
 
 type txState int
@@ -63,24 +115,157 @@ func (s *Store) Begin(lease store.Lease) store.Tx {
 	return &transaction{s: s, lease: lease}
 }
 
-func (t *transaction) begin(ctx context.Context) (pgx.Tx, error) {
+// ended is the refusal of a write after the work returned.
+func (t *transaction) ended() error {
+	return fmt.Errorf("pgstore: record %q: %w", t.lease.ID, store.ErrTxEnded)
+}
+
+// begin returns the work's transaction, beginning it (with *opts, or the
+// defaults when nil) on the first call.
+func (t *transaction) begin(ctx context.Context, opts *pgx.TxOptions) (pgx.Tx, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.state != txOpen {
-		return nil, fmt.Errorf("pgstore: the transaction of record %q has ended", t.lease.ID)
+	if t.sealed || t.state != txOpen {
+		return nil, t.ended()
 	}
 	if t.tx == nil {
-		tx, err := t.s.pool.Begin(ctx)
+		var o pgx.TxOptions
+		if opts != nil {
+			o = *opts
+		}
+		tx, err := t.s.pool.BeginTx(ctx, o)
 		if err != nil {
 			return nil, t.s.fail("begin", t.lease.ID, err)
 		}
-		t.tx = tx
+		t.tx, t.opts = tx, o
+	} else if opts != nil && *opts != t.opts {
+		return nil, fmt.Errorf("pgstore.BeginTx: record %q: the work's transaction has begun with options %+v, not %+v: pass the same options on every call, or call Tx for the transaction as it is", t.lease.ID, t.opts, *opts)
 	}
-	return workTx{t.tx}, nil
+	return workTx{guardedTx{Tx: t.tx, t: t}}, nil
 }
 
+// guardedTx runs the work's statements while the transaction takes them:
+// after the work returned each fails with store.ErrTxEnded instead of
+// joining (or missing) the commit. A savepoint of it is guarded too.
+type guardedTx struct {
+	pgx.Tx
+	t *transaction
+}
+
+// use runs fn under the transaction's lock unless the work has returned.
+func (g guardedTx) use(fn func() error) error {
+	g.t.mu.Lock()
+	defer g.t.mu.Unlock()
+	if g.t.sealed {
+		return g.t.ended()
+	}
+	return fn()
+}
+
+// Begin starts a savepoint, guarded as the transaction is.
+func (g guardedTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	var sp pgx.Tx
+	err := g.use(func() error {
+		var err error
+		sp, err = g.Tx.Begin(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return guardedTx{Tx: sp, t: g.t}, nil
+}
+
+// Commit releases a savepoint (the work's transaction itself refuses: see
+// workTx).
+func (g guardedTx) Commit(ctx context.Context) error {
+	return g.use(func() error { return g.Tx.Commit(ctx) })
+}
+
+// Rollback rolls a savepoint back; after the work returned it does
+// nothing, as sqsonce ends the transaction.
+func (g guardedTx) Rollback(ctx context.Context) error {
+	err := g.use(func() error { return g.Tx.Rollback(ctx) })
+	if errors.Is(err, store.ErrTxEnded) {
+		return nil
+	}
+	return err
+}
+
+// Exec runs sql in the transaction, or refuses once the work returned.
+func (g guardedTx) Exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = g.use(func() error {
+		tag, err = g.Tx.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
+}
+
+// Query runs sql in the transaction, or refuses once the work returned.
+// Its rows are read after the lock is let go: close them before the work
+// returns.
+func (g guardedTx) Query(ctx context.Context, sql string, args ...any) (rows pgx.Rows, err error) {
+	err = g.use(func() error {
+		rows, err = g.Tx.Query(ctx, sql, args...)
+		return err
+	})
+	return rows, err
+}
+
+// QueryRow runs sql in the transaction, or refuses once the work
+// returned: the refusal is Scan's error.
+func (g guardedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	var row pgx.Row
+	if err := g.use(func() error {
+		row = g.Tx.QueryRow(ctx, sql, args...)
+		return nil
+	}); err != nil {
+		return errRow{err}
+	}
+	return row
+}
+
+// SendBatch sends b in the transaction, or refuses once the work
+// returned (the refusal is every result's error). Close the results
+// before the work returns.
+func (g guardedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	var br pgx.BatchResults
+	if err := g.use(func() error {
+		br = g.Tx.SendBatch(ctx, b)
+		return nil
+	}); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return br
+}
+
+// CopyFrom copies rows in the transaction, or refuses once the work
+// returned.
+func (g guardedTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (n int64, err error) {
+	err = g.use(func() error {
+		n, err = g.Tx.CopyFrom(ctx, table, columns, src)
+		return err
+	})
+	return n, err
+}
+
+// Prepare prepares sql on the transaction's connection, or refuses once
+// the work returned.
+func (g guardedTx) Prepare(ctx context.Context, name, sql string) (d *pgconn.StatementDescription, err error) {
+	err = g.use(func() error {
+		d, err = g.Tx.Prepare(ctx, name, sql)
+		return err
+	})
+	return d, err
+}
+
+// errRow is a pgx.Row whose Scan returns err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // workTx is the work's view of the transaction: sqsonce ends it.
-type workTx struct{ pgx.Tx }
+type workTx struct{ guardedTx }
 
 // Commit refuses: sqsonce commits the transaction with the completion.
 func (workTx) Commit(context.Context) error {
@@ -90,6 +275,14 @@ func (workTx) Commit(context.Context) error {
 // Rollback does nothing: sqsonce rolls the transaction back when the work
 // returns an error.
 func (workTx) Rollback(context.Context) error { return nil }
+
+// Seal implements store.Tx. It waits for a statement of the work's under
+// way.
+func (t *transaction) Seal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
+}
 
 // Empty implements store.Tx: true until the work called Tx.
 func (t *transaction) Empty() bool {
@@ -114,6 +307,7 @@ func (t *transaction) Empty() bool {
 func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sealed = true
 	switch t.state {
 	case txCommitted:
 		return nil
@@ -210,6 +404,7 @@ func (t *transaction) lost(ctx context.Context) error {
 func (t *transaction) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sealed = true
 	if t.state != txOpen {
 		return nil
 	}

@@ -55,11 +55,9 @@ func (c counters) Add(_ context.Context, tx store.Tx, name string, refused bool)
 		return fmt.Errorf("transaction %T is no memstore.Tx", tx)
 	}
 	if refused {
-		mtx.Add(memstore.FailingCondition{Err: errors.New("refused: " + name)})
-	} else {
-		mtx.Add(increment{name})
+		return mtx.Add(memstore.FailingCondition{Err: errors.New("refused: " + name)})
 	}
-	return nil
+	return mtx.Add(increment{name})
 }
 
 func (c counters) Count(_ context.Context, name string) (int, error) {

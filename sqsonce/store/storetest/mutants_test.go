@@ -97,6 +97,7 @@ var mutants = []mutation{
 	{"effect-error-completes", "a transaction refused by a write's condition still completes the record", []string{"UserConditionFails"}},
 	{"commit-drops-result", "Commit stores no result", []string{"ResultAndWindow"}},
 	{"commit-window-rounded-up", "Commit keeps the window's end rounded up to the second", []string{"ResultAndWindow"}},
+	{"sealed-takes-writes", "a write after Seal (the work returned) is taken with a nil error and never committed", []string{"SealedTakesNothing"}},
 }
 
 // TestMutantChild runs the suite on the mutant mutantEnv names; it is the
@@ -623,15 +624,28 @@ func (t *mutantTx) added() []any {
 	return slices.Clone(t.writes)
 }
 
-func (t *mutantTx) Add(write any) {
+func (t *mutantTx) Add(write any) error {
+	if t.m.name == "sealed-takes-writes" {
+		// The bug: a write after the seal is taken, and dropped (memstore
+		// commits what it had), with a nil error.
+		if err := t.Tx.Add(write); errors.Is(err, store.ErrTxEnded) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		t.writes = append(t.writes, write)
+		t.mu.Unlock()
+		return nil
+	}
 	t.mu.Lock()
 	t.writes = append(t.writes, write)
 	t.mu.Unlock()
 	if _, cond := write.(memstore.FailingCondition); !cond && t.m.name == "effect-at-add" {
 		t.m.applyOutside(write)
-		return
+		return nil
 	}
-	t.Tx.Add(write)
+	return t.Tx.Add(write)
 }
 
 func (t *mutantTx) Empty() bool {
@@ -666,7 +680,9 @@ func (t *mutantTx) Commit(ctx context.Context, until time.Time, result []byte) e
 			lease.Fence = rec.Fence
 			other := t.m.Store.Begin(lease).(*memstore.Tx)
 			for _, w := range t.added() {
-				other.Add(w)
+				if err := other.Add(w); err != nil {
+					return err
+				}
 			}
 			return other.Commit(ctx, until, result)
 		}
@@ -723,16 +739,14 @@ type increment struct{ name string }
 type memEffects struct{ m *mutant }
 
 func (e memEffects) Add(_ context.Context, tx store.Tx, name string, refused bool) error {
-	adder, ok := tx.(interface{ Add(write any) })
+	adder, ok := tx.(interface{ Add(write any) error })
 	if !ok {
 		return fmt.Errorf("transaction %T is no memstore.Tx", tx)
 	}
 	if refused {
-		adder.Add(memstore.FailingCondition{Err: errors.New("condition of " + name + " refused")})
-		return nil
+		return adder.Add(memstore.FailingCondition{Err: errors.New("condition of " + name + " refused")})
 	}
-	adder.Add(increment{name})
-	return nil
+	return adder.Add(increment{name})
 }
 
 func (e memEffects) Count(_ context.Context, name string) (int, error) {

@@ -76,6 +76,11 @@ type Effects interface {
 //     a duplicate Acquire within the window (its last second included)
 //     is a *store.HeldError matching ErrDuplicate carrying the result, and
 //     after it the key is acquired again with the next fence.
+//   - SealedTakesNothing: once sealed (the work has returned), a
+//     transaction takes no write: Effects.Add fails with an error matching
+//     store.ErrTxEnded, never nil, and the Commit applies exactly the
+//     writes added before the seal. After a Commit or a Rollback, Add fails
+//     the same way.
 func TestTransactions(t *testing.T, newStore func(t *testing.T) (store.Transactor, Effects)) {
 	t.Helper()
 	runRules(t, txRules, func(t *testing.T, c *conf) {
@@ -91,6 +96,7 @@ var txRules = []rule{
 	{"CommitRepeatRecognised", "a repeated commit is recognised as the caller's own and applies nothing more", ruleCommitRepeatRecognised},
 	{"UserConditionFails", "a write's own failed condition refuses the whole transaction and leaves the lock releasable", ruleUserConditionFails},
 	{"ResultAndWindow", "a commit stores the result and window Complete stores", ruleResultAndWindow},
+	{"SealedTakesNothing", "a transaction refuses every write once its work has returned, never dropping one with a nil error", ruleSealedTakesNothing},
 }
 
 func ruleEmptyUntilAdded(c *conf) {
@@ -308,6 +314,55 @@ func ruleResultAndWindow(c *conf) {
 		c.errorf("Commit with a result of MaxResultSize (%d) bytes: %v; the store must hold it", store.MaxResultSize, err)
 	} else if rec := c.read(id2, "Commit with the largest result"); !bytes.Equal(rec.Result, big) {
 		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))
+	}
+}
+
+func ruleSealedTakesNothing(c *conf) {
+	id, a := c.id("k"), c.owner("a")
+	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
+	tx := c.tx.Begin(lease)
+	before, late := c.id("before"), c.id("late")
+	c.add(tx, before, false)
+	tx.Seal()
+	tx.Seal() // twice: the lock may seal a transaction it gives up after the work returned
+	c.wantEnded(c.fx.Add(c.ctx, tx, late, false), "an Add after Seal (a goroutine the work left behind)")
+	if tx.Empty() {
+		c.errorf("after an Add and Seal the transaction is Empty; want not: the write added before the seal is the work's")
+	}
+	c.must(tx.Commit(c.ctx, c.at(windowFor), nil), "the Commit after Seal")
+	c.wantCount(before, 1, "the Commit of a sealed transaction (the write added before the seal)")
+	c.wantCount(late, 0, "the Commit of a sealed transaction (the write refused after the seal)")
+	c.wantEnded(c.fx.Add(c.ctx, tx, late, false), "an Add after the Commit")
+	c.wantCount(late, 0, "an Add after the Commit")
+
+	// Rolled back: nothing more is taken either.
+	id2 := c.id("rollback")
+	lease2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
+	tx2 := c.tx.Begin(lease2)
+	c.add(tx2, c.id("r"), false)
+	c.must(tx2.Rollback(c.ctx), "Rollback")
+	c.wantEnded(c.fx.Add(c.ctx, tx2, late, false), "an Add after the Rollback")
+
+	// Sealed while Empty: the lock then completes with Store.Complete, and
+	// a later write must still be refused, not left behind in the
+	// transaction.
+	id3 := c.id("empty")
+	lease3 := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
+	tx3 := c.tx.Begin(lease3)
+	tx3.Seal()
+	c.wantEnded(c.fx.Add(c.ctx, tx3, late, false), "an Add after the Seal of an Empty transaction (the lock completes it with Store.Complete)")
+	if !tx3.Empty() {
+		c.errorf("an Empty transaction is not Empty after a refused Add; want Empty: the refused write is not the work's")
+	}
+	c.must(c.s.Complete(c.ctx, lease3, c.at(windowFor), nil), "Complete")
+	c.wantCount(late, 0, "Complete after a refused Add")
+}
+
+// wantEnded checks that an Add refused for a transaction that has ended.
+func (c *conf) wantEnded(err error, what string) {
+	c.t.Helper()
+	if !errors.Is(err, store.ErrTxEnded) {
+		c.errorf("%s returned %v; want an error matching store.ErrTxEnded: a write the transaction no longer takes must be refused, not dropped", what, errOrSuccess(err))
 	}
 }
 
