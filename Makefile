@@ -17,6 +17,16 @@ DYNALITE_INSTALL = npm install --prefix .tools --no-audit --no-fund --save-exact
 # The version installed in .tools ("" when none).
 DYNALITE_INSTALLED = $$(node -p "require('./.tools/node_modules/dynalite/package.json').version" 2>/dev/null)
 
+# DynamoDB Local (Amazon's own DynamoDBLocal.jar, with its native libraries),
+# the third DynamoDB the store's tests run against, comes in the npm package
+# amplify-dynamodb-simulator, installed in .tools as dynalite is, at this
+# version; internal/local/dynamodblocal pins the same one (a test keeps them
+# equal). Java 17 runs it (setup installs openjdk-17-jre-headless).
+DYNAMODB_LOCAL_VERSION = 2.9.30
+DYNAMODB_LOCAL_INSTALL = npm install --prefix .tools --no-audit --no-fund --save-exact amplify-dynamodb-simulator@$(DYNAMODB_LOCAL_VERSION)
+# The version installed in .tools ("" when none).
+DYNAMODB_LOCAL_INSTALLED = $$(node -p "require('./.tools/node_modules/amplify-dynamodb-simulator/package.json').version" 2>/dev/null)
+
 # The Python tools (requirements-dev.txt) that setup installs into .venv when
 # the machine lacks them come first on PATH, for every recipe. Always, not
 # only when .venv exists: setup may create it in this very run, and the shell
@@ -35,12 +45,12 @@ MODULES = . local cmd/sqs-once examples/orders examples/otel examples/txorders
 # there. SETUP_FLAGS: -dry-run prints the plan and installs nothing; -pip=false
 # reports missing Python tools instead of installing them (.ci/run). Built,
 # not `go run`: that would add its own "exit status 1" to setup's one message.
-SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION)
+SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION) -dynamodb-local $(DYNAMODB_LOCAL_VERSION)
 
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo try test cli setup setup-demo check-tools install-dynalite unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo try test cli setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -98,8 +108,8 @@ unit:
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
 ## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc,
-## tmux, redis-server and postgresql-15 (apt-get, as root; otherwise it prints
-## the sudo line), dynalite into
+## tmux, redis-server, postgresql-15 and openjdk-17-jre-headless (apt-get, as
+## root; otherwise it prints the sudo line), dynalite and DynamoDB Local into
 ## .tools (npm); says once what only you can install (Node.js)
 setup:
 	@$(SETUP) -for test $(SETUP_FLAGS)
@@ -117,6 +127,11 @@ check-tools:
 ## is there (needs Node.js 20 or later, with npm)
 install-dynalite:
 	@[ "$(DYNALITE_INSTALLED)" = "$(DYNALITE_VERSION)" ] || $(DYNALITE_INSTALL)
+
+## install-dynamodb-local: DynamoDB Local (amplify-dynamodb-simulator), at the
+## pinned version, into .tools, unless it is there (needs npm; Java 17 runs it)
+install-dynamodb-local:
+	@[ "$(DYNAMODB_LOCAL_INSTALLED)" = "$(DYNAMODB_LOCAL_VERSION)" ] || $(DYNAMODB_LOCAL_INSTALL)
 
 ## lint: gofmt, go vet and go mod tidy -diff in every module, and cfn-lint
 ## on the SAM template

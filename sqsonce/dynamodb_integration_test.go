@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
+	"github.com/sqs-once/sqs-once/internal/local/dynamodblocal"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
@@ -258,4 +259,15 @@ func putItem(t *testing.T, b backend, table string, attrs map[string]string, num
 	if _, err := b.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 		t.Fatalf("put %v: %v", item, err)
 	}
+}
+
+// The lock's tests run on DynamoDB Local too: Amazon's engine, beside
+// moto_server (lock_helpers_integration_test.go), so that every claim of
+// the lock about DynamoDB holds on both.
+func init() { lockBackends = append(lockBackends, lockBackend{"dynamodblocal", newLockLocalEnv}) }
+
+func newLockLocalEnv(t testing.TB) *lockEnv {
+	cfg := dynamodblocal.Config(t)
+	client := dynamodblocal.NewClient(cfg)
+	return lockDynamo{client: client, api: client, table: dynamodblocal.NewIdempotencyTable(t, cfg)}.env()
 }

@@ -78,15 +78,16 @@ func fakePython(args []string) int {
 	return 2
 }
 
-// fakeNPM installs a dynalite package.json of the version asked for.
+// fakeNPM installs a package.json of the package (dynalite or DynamoDB
+// Local's) and version asked for.
 func fakeNPM(args []string) int {
 	want := DynaliteInstall("")
-	if len(args) != len(want)-1 || !slices.Equal(args[:len(args)-1], want[1:len(want)-1]) {
+	pkg, version, _ := strings.Cut(args[len(args)-1], "@")
+	if len(args) != len(want)-1 || !slices.Equal(args[:len(args)-1], want[1:len(want)-1]) || pkg != "dynalite" && pkg != DynamoDBLocalPackage {
 		fmt.Fprintf(os.Stderr, "fake npm: unexpected arguments %q\n", args)
 		return 2
 	}
-	version := args[len(args)-1][len("dynalite@"):]
-	dir := filepath.Join(".tools", "node_modules", "dynalite")
+	dir := filepath.Join(".tools", "node_modules", pkg)
 	b, _ := json.Marshal(map[string]string{"version": version})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 1

@@ -7,17 +7,20 @@
 // What it installs: the Python tools (moto_server, cfn-lint, the SAM
 // translator, the AWS CLI), with pip into .venv from requirements-dev.txt, which the
 // Makefile puts first on PATH; spin, gcc, tmux, redis-server (the Redis
-// store's tests) and PostgreSQL 15 (the PostgreSQL store's) with apt-get when it runs as root (otherwise the message
-// gives the sudo line); dynalite, at the
-// Makefile's version, with npm into .tools. Node.js itself is the user's to
-// install: distributions package versions too old for dynalite.
+// store's tests), PostgreSQL 15 (the PostgreSQL store's) and Java 17
+// (openjdk-17-jre-headless, which runs DynamoDB Local) with apt-get when it
+// runs as root (otherwise the message gives the sudo line); dynalite and
+// DynamoDB Local (the npm package amplify-dynamodb-simulator, which ships
+// DynamoDBLocal.jar), at the Makefile's versions, with npm into .tools.
+// Node.js itself is the user's to install: distributions package versions
+// too old for dynalite.
 //
 // The decisions are NewPlan's, a function of what probe finds (Facts), so
 // they are tested without the machine; -dry-run prints the plan.
 //
 // Usage:
 //
-//	go -C local run ./setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION]
+//	go -C local run ./setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION] [-dynamodb-local VERSION]
 package main
 
 import (
@@ -54,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "print what would be installed and what to run, install nothing; exit status 1 when anything is missing")
 	pip := fs.Bool("pip", true, "install missing Python tools with pip into .venv; false: report them with the command (CI, whose image has them)")
 	dynalite := fs.String("dynalite", "", "the dynalite version make test installs into .tools (the Makefile's DYNALITE_VERSION)")
+	dynamoDBLocal := fs.String("dynamodb-local", "", "the version of "+DynamoDBLocalPackage+" (DynamoDB Local) make test installs into .tools (the Makefile's DYNAMODB_LOCAL_VERSION)")
 	pgBin := fs.String("pgbin", pgserver.DebianBinDir, "where PostgreSQL's postgres is, besides PATH")
 	rootFlag := fs.String("root", "", "the repository's root (default: the nearest directory above the working directory whose go.mod is the product module's)")
 	if err := fs.Parse(args); err != nil {
@@ -67,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "setup: -for is demo or test, and no arguments follow the flags (got -for %q %q)\n", *goal, fs.Args())
 		return 2
 	}
-	if g == Test && *dynalite == "" {
-		fmt.Fprintln(stderr, "setup: -for test needs -dynalite VERSION (the Makefile passes DYNALITE_VERSION)")
+	if g == Test && (*dynalite == "" || *dynamoDBLocal == "") {
+		fmt.Fprintln(stderr, "setup: -for test needs -dynalite VERSION and -dynamodb-local VERSION (the Makefile passes DYNALITE_VERSION and DYNAMODB_LOCAL_VERSION)")
 		return 2
 	}
 	root := *rootFlag
@@ -84,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "setup:", err)
 		return 2
 	}
-	pins := Pins{Requirements: Requirements, Python: python, Dynalite: *dynalite}
+	pins := Pins{Requirements: Requirements, Python: python, Dynalite: *dynalite, DynamoDBLocal: *dynamoDBLocal}
 	opts := Options{Pip: *pip}
 
 	plan, err := planFor(ctx, g, root, *pgBin, pins, opts)

@@ -9,12 +9,12 @@ import (
 )
 
 // everyTool is what `make test` needs on PATH, as the probe names them.
-var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm", "apt-get"}
+var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get"}
 
 func runSetup(t *testing.T, m *machine, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-pgbin", m.root}, args...), &out, &errOut)
+	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-dynamodb-local", "2.9.30", "-pgbin", m.root}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -22,6 +22,7 @@ func runSetup(t *testing.T, m *machine, args ...string) (code int, stdout, stder
 func TestRunSaysNothingWhereEverythingIs(t *testing.T) {
 	m := newMachine(t, fullPython(), everyTool...)
 	m.write(".tools/node_modules/dynalite/package.json", `{"version":"4.0.0"}`)
+	m.write(".tools/node_modules/amplify-dynamodb-simulator/package.json", `{"version":"2.9.30"}`)
 	for _, args := range [][]string{{"-for", "test"}, {"-for", "demo"}, {"-for", "test", "-dry-run"}} {
 		if code, stdout, stderr := runSetup(t, m, args...); code != 0 || stdout != "" || stderr != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and silence", args, code, stdout, stderr)
@@ -47,10 +48,10 @@ func TestDryRunWithMotoServerHidden(t *testing.T) {
 	}
 }
 
-// The run itself: the venv and pip (fakes here), dynalite with npm, then a
-// second look that finds everything, and exit 0.
+// The run itself: the venv and pip (fakes here), dynalite and DynamoDB
+// Local with npm, then a second look that finds everything, and exit 0.
 func TestRunInstallsWhatIsMissing(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm")
+	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -62,6 +63,9 @@ func TestRunInstallsWhatIsMissing(t *testing.T) {
 		"setup (make test): installing dynalite 4.0.0 (into .tools)\n" +
 			"setup (make test): note: " + DynaliteNote + "\n" +
 			"+ npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@4.0.0\n",
+		"setup (make test): installing DynamoDB Local (amplify-dynamodb-simulator 2.9.30, into .tools)\n" +
+			"setup (make test): note: " + DynamoDBLocalNote + "\n" +
+			"+ npm install --prefix .tools --no-audit --no-fund --save-exact amplify-dynamodb-simulator@2.9.30\n",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -82,10 +86,10 @@ func TestRunInstallsWhatIsMissing(t *testing.T) {
 // What only the user can install is said once, after what setup did, and
 // fails the make target.
 func TestRunLeavesTheRestToTheUserInOneMessage(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "apt-get")
+	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "apt-get")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	want := "setup (make test): missing what only you can install; do this, then run make test again:\n" +
-		"  node and npm (then make test installs dynalite 4.0.0): " + NodeHint + "\n"
+		"  node and npm (then make test installs dynalite 4.0.0 and DynamoDB Local, amplify-dynamodb-simulator 2.9.30): " + NodeHint + "\n"
 	if code != 1 || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and:\n%s", code, stdout, stderr, want)
 	}
@@ -112,6 +116,11 @@ func TestRunUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(t.Context(), []string{"-root", m.root, "-for", "test"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "-dynalite") {
 		t.Errorf("-for test without -dynalite: exit %d, %q", code, errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(t.Context(), []string{"-root", m.root, "-for", "test", "-dynalite", "4.0.0"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "-dynamodb-local") {
+		t.Errorf("-for test without -dynamodb-local: exit %d, %q", code, errOut.String())
 	}
 	m.write(Requirements, "moto\n")
 	if code, _, stderr := runSetup(t, m, "-for", "demo"); code != 2 || !strings.Contains(stderr, "not an exact pin") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
+	"github.com/sqs-once/sqs-once/internal/local/dynamodblocal"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 )
 
@@ -26,7 +27,7 @@ func TestSetupFindsEverythingWhereTheIntegrationTierRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins := Pins{Requirements: Requirements, Python: python, Dynalite: dynalite.Version}
+	pins := Pins{Requirements: Requirements, Python: python, Dynalite: dynalite.Version, DynamoDBLocal: dynamodblocal.Version}
 	if p := NewPlan(Test, f, pins, Options{Pip: true}); !p.Empty() {
 		var out bytes.Buffer
 		p.Render(&out, true)
@@ -45,6 +46,17 @@ func TestSetupFindsEverythingWhereTheIntegrationTierRuns(t *testing.T) {
 func TestDynaliteInstallIsThePackagesCommand(t *testing.T) {
 	if got := strings.Join(DynaliteInstall(dynalite.Version), " "); got != dynalite.InstallCommand {
 		t.Errorf("setup runs %q, package dynalite says %q", got, dynalite.InstallCommand)
+	}
+}
+
+// setup installs DynamoDB Local where, and at the version, the tests look
+// for it, and the Java runtime the tests' failure names.
+func TestDynamoDBLocalInstallIsThePackagesCommand(t *testing.T) {
+	if got := strings.Join(DynamoDBLocalInstall(dynamodblocal.Version), " "); got != dynamodblocal.InstallCommand {
+		t.Errorf("setup runs %q, package dynamodblocal says %q", got, dynamodblocal.InstallCommand)
+	}
+	if DynamoDBLocalPackage != dynamodblocal.Package || JavaPackage != dynamodblocal.JavaPackage {
+		t.Errorf("setup installs %s and %s, package dynamodblocal names %s and %s", DynamoDBLocalPackage, JavaPackage, dynamodblocal.Package, dynamodblocal.JavaPackage)
 	}
 }
 
@@ -122,14 +134,14 @@ func TestMakeDemoWithoutMotoServer(t *testing.T) {
 }
 
 // `make demo` and `make test` run setup first, with the Makefile's dynalite
-// version.
+// and DynamoDB Local versions.
 func TestMakeRunsSetupFirst(t *testing.T) {
 	// setup is built in its module (local/) into the repository's bin.
 	bin, err := filepath.Abs(filepath.Join("..", "..", "bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := "go -C local build -o " + bin + "/setup ./setup && bin/setup -dynalite " + dynalite.Version
+	build := "go -C local build -o " + bin + "/setup ./setup && bin/setup -dynalite " + dynalite.Version + " -dynamodb-local " + dynamodblocal.Version
 	for target, want := range map[string][]string{
 		"demo": {build + " -for demo ", "go -C local build -o " + bin + "/sqs-once-local ./cmd/sqs-once-local\nbin/sqs-once-local"},
 		"test": {build + " -for test ", "cfn-lint template.yaml"},

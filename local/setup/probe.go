@@ -12,7 +12,7 @@ import (
 )
 
 // probedCommands are the commands whose presence NewPlan asks about.
-var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "node", "npm", "apt-get", "sudo"}
+var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get", "sudo"}
 
 // probedDists are the distributions python3 is asked about (lower case,
 // as NewPlan looks them up): every one requirements-dev.txt pins, for the
@@ -64,7 +64,8 @@ func probe(ctx context.Context, root, path, pgBin string) (Facts, error) {
 	if fi, err := os.Stat(filepath.Join(root, Venv, "bin", "python")); err == nil && !fi.IsDir() {
 		f.Venv = true
 	}
-	f.Dynalite = dynaliteVersion(root)
+	f.Dynalite = npmVersion(root, "dynalite")
+	f.DynamoDBLocal = npmVersion(root, DynamoDBLocalPackage)
 	return f, nil
 }
 
@@ -105,16 +106,16 @@ func askPython(ctx context.Context, python3, path string) (*Python, error) {
 	return &Python{Major: ans.Major, Minor: ans.Minor, Ensurepip: ans.Ensurepip, Packages: ans.Packages}, nil
 }
 
-// dynaliteVersion is the version of dynalite in root's .tools, "" when
-// there is none or it cannot be read (then the install replaces it).
-func dynaliteVersion(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, ".tools", "node_modules", "dynalite", "package.json"))
+// npmVersion is the version of the npm package pkg in root's .tools, ""
+// when there is none or it cannot be read (then the install replaces it).
+func npmVersion(root, pkg string) string {
+	b, err := os.ReadFile(filepath.Join(root, ".tools", "node_modules", pkg, "package.json"))
 	if err != nil {
 		return ""
 	}
-	var pkg struct{ Version string }
-	if json.Unmarshal(b, &pkg) != nil {
+	var meta struct{ Version string }
+	if json.Unmarshal(b, &meta) != nil {
 		return ""
 	}
-	return pkg.Version
+	return meta.Version
 }

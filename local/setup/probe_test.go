@@ -10,17 +10,19 @@ import (
 )
 
 func TestProbeFindsWhatPATHHas(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "moto_server", "spin", "npm")
+	m := newMachine(t, fullPython(), "python3", "moto_server", "spin", "java", "npm")
 	m.write(".tools/node_modules/dynalite/package.json", `{"name":"dynalite","version":"4.0.0"}`)
+	m.write(".tools/node_modules/amplify-dynamodb-simulator/package.json", `{"name":"amplify-dynamodb-simulator","version":"2.9.30"}`)
 	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Facts{
-		Root:     os.Geteuid() == 0,
-		Commands: map[string]bool{"python3": true, "moto_server": true, "spin": true, "npm": true},
-		Python:   fullPython(),
-		Dynalite: "4.0.0",
+		Root:          os.Geteuid() == 0,
+		Commands:      map[string]bool{"python3": true, "moto_server": true, "spin": true, "java": true, "npm": true},
+		Python:        fullPython(),
+		Dynalite:      "4.0.0",
+		DynamoDBLocal: "2.9.30",
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("probe\n got %+v (python %+v)\nwant %+v (python %+v)", f, f.Python, want, want.Python)
@@ -42,8 +44,8 @@ func TestProbeLooksInTheVenvFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.Venv || !reflect.DeepEqual(f.Commands, map[string]bool{"cfn-lint": true}) || f.Python != nil || f.Dynalite != "" {
-		t.Errorf("probe = %+v; want .venv, cfn-lint, no python3, no dynalite", f)
+	if !f.Venv || !reflect.DeepEqual(f.Commands, map[string]bool{"cfn-lint": true}) || f.Python != nil || f.Dynalite != "" || f.DynamoDBLocal != "" {
+		t.Errorf("probe = %+v; want .venv, cfn-lint, no python3, no dynalite, no DynamoDB Local", f)
 	}
 }
 

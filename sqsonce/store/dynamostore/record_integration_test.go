@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
-	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/local/dynamodblocal"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
@@ -26,7 +26,8 @@ import (
 
 // The table's records as others see them: a reader outside the protocol,
 // and records the lock protocol did not write (an older version's, another
-// application's), on moto_server and on dynalite.
+// application's), on DynamoDB Local, whose refusal carries the record as
+// DynamoDB's does, and on dynalite, where the store reads it.
 
 // backend is one implementation the store runs on: a client of it, and a
 // new table on it for each test.
@@ -41,14 +42,13 @@ type backend struct {
 }
 
 func backends(t *testing.T) []backend {
-	moto := mototest.Config(t)
-	motoClient := dynamodb.NewFromConfig(moto)
+	local := dynamodblocal.Config(t)
+	localClient := dynamodblocal.NewClient(local)
 	lite := dynalite.Config(t)
 	liteClient := dynamodb.NewFromConfig(lite)
 	return []backend{{
-		// moto's writes made atomic per item, as DynamoDB's are.
-		name: "moto", client: motoClient, api: motoserver.Atomic(motoClient), oldItemOnRefusal: true,
-		newTable: func(t *testing.T) string { return mototest.NewIdempotencyTable(t, moto) },
+		name: "dynamodblocal", client: localClient, api: localClient, oldItemOnRefusal: true,
+		newTable: func(t *testing.T) string { return dynamodblocal.NewIdempotencyTable(t, local) },
 	}, {
 		name: "dynalite", client: liteClient, api: liteClient,
 		newTable: func(t *testing.T) string { return dynalite.NewIdempotencyTable(t, lite) },

@@ -73,17 +73,37 @@ const (
 // killed or paused: the duplicates the transaction prevents. Each fault is
 // placed on its key, and each key runs on a clock of its own, so the
 // counts do not depend on timing.
+//
+// On DynamoDB Local, Amazon's engine, where the SDK's repeat of a commit
+// whose answer was lost carries its ClientRequestToken and succeeds
+// without applying it again. TestEffectsUnderFaultsOnMoto is the
+// transactional run where the token is ignored.
 func TestEffectsUnderFaults(t *testing.T) {
 	t.Parallel()
-	const keys = 300
-	for _, transactional := range []bool{true, false} {
+	effectsUnderFaults(t, 300, []bool{true, false}, localFaults)
+}
+
+// TestEffectsUnderFaultsOnMoto: TestEffectsUnderFaults' transactional run,
+// on fewer keys, on moto_server, which ignores the ClientRequestToken: the
+// repeat of a commit whose answer was lost is refused by the record's
+// condition and settled by a read of the record, as on DynamoDB past the
+// token's 10 minutes.
+func TestEffectsUnderFaultsOnMoto(t *testing.T) {
+	t.Parallel()
+	effectsUnderFaults(t, 60, []bool{true}, motoFaults)
+}
+
+// effectsUnderFaults runs TestEffectsUnderFaults' keys on the engine, for
+// each of variants (transactional or plain), and checks each key's count.
+func effectsUnderFaults(t *testing.T, keys int, variants []bool, engine func(t *testing.T) faultEngine) {
+	for _, transactional := range variants {
 		name := "plain"
 		if transactional {
 			name = "transactional"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			counts, lostAnswers := runUnderFaults(t, keys, transactional)
+			counts, lostAnswers := runUnderFaults(t, keys, transactional, engine(t))
 			once, twice, none := 0, 0, 0
 			for i, n := range counts {
 				kind := i % faultKinds
@@ -114,26 +134,51 @@ func TestEffectsUnderFaults(t *testing.T) {
 	}
 }
 
-// runUnderFaults runs every key's deliveries and faults, transactional or
-// plain, and returns each key's count of effects and the answers lost.
-func runUnderFaults(t *testing.T, keys int, transactional bool) ([]int, int) {
+// faultEngine is the DynamoDB runUnderFaults runs on: its endpoint, for
+// the fault proxy in front of it; a client whose calls go through the
+// proxy; new tables on it.
+type faultEngine struct {
+	url         string
+	client      func(proxyURL string) dynamostore.TxAPI
+	newTable    func(t *testing.T) string
+	newKeyTable func(t *testing.T, prefix, attr string) string
+}
+
+// motoFaults is the package's moto_server, its writes made atomic per
+// item as DynamoDB's are.
+func motoFaults(t *testing.T) faultEngine {
 	cfg := mototest.Config(t)
-	proxy, err := faultproxy.Start(mototest.URL(t))
+	return faultEngine{
+		url: mototest.URL(t),
+		client: func(proxyURL string) dynamostore.TxAPI {
+			return motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) }))
+		},
+		newTable:    func(t *testing.T) string { return mototest.NewIdempotencyTable(t, cfg) },
+		newKeyTable: func(t *testing.T, prefix, attr string) string { return newKeyTable(t, cfg, prefix, attr) },
+	}
+}
+
+// runUnderFaults runs every key's deliveries and faults, transactional or
+// plain, on eng, and returns each key's count of effects and the answers
+// lost.
+func runUnderFaults(t *testing.T, keys int, transactional bool, eng faultEngine) ([]int, int) {
+	proxy, err := faultproxy.Start(eng.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = proxy.Close() })
-	api := motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) }))
+	api := eng.client(proxy.URL)
 	// Keys in shards of their own tables, the keys that run at the same
 	// time each in another: motoserver.AtomicClient holds a transaction's
 	// tables alone for the whole call, the SDK's retries after a lost
-	// answer included, and moto copies each whole before applying it.
+	// answer included, and moto copies each whole before applying it
+	// (DynamoDB Local needs none of it, and runs the same shards).
 	const shards = 12
 	tables := make([]string, 0, shards)
 	effects := make([]counterEffects, 0, shards)
 	for range shards {
-		tables = append(tables, mototest.NewIdempotencyTable(t, cfg))
-		effects = append(effects, counterEffects{api: api, table: newKeyTable(t, cfg, "effects", "name")})
+		tables = append(tables, eng.newTable(t))
+		effects = append(effects, counterEffects{api: api, table: eng.newKeyTable(t, "effects", "name")})
 	}
 	key := func(i int) string { return fmt.Sprintf("k%03d", i) }
 

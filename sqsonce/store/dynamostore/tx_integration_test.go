@@ -185,9 +185,17 @@ func orders(t testing.TB, api dynamostore.TxAPI, table string) map[string]string
 	return rows
 }
 
-// txEnv is a transactional store on moto with an orders table.
+// txClient is a client a txEnv's store is given, with Scan for the
+// orders' rows: moto's (motoserver.AtomicClient) or DynamoDB Local's.
+type txClient interface {
+	dynamostore.TxAPI
+	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// txEnv is a transactional store with an orders table, on moto
+// (newTxEnv) or DynamoDB Local (newLocalTxEnv).
 type txEnv struct {
-	api          motoserver.AtomicClient
+	api          txClient
 	table        string
 	orders       string
 	counted      *counting
@@ -200,10 +208,16 @@ type txEnv struct {
 func newTxEnv(t *testing.T) *txEnv {
 	t.Helper()
 	cfg := mototest.Config(t)
-	e := &txEnv{api: motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table: mototest.NewIdempotencyTable(t, cfg), orders: newKeyTable(t, cfg, "orders", "orderId"), clock: &txClock{now: time.Now()}}
-	e.counted = newCounting(e.api)
-	e.store = dynamostore.NewTransactional(e.counted, e.table)
+	e := &txEnv{table: mototest.NewIdempotencyTable(t, cfg), orders: newKeyTable(t, cfg, "orders", "orderId"), clock: &txClock{now: time.Now()}}
+	e.use(motoserver.Atomic(dynamodb.NewFromConfig(cfg)))
 	return e
+}
+
+// use makes api the client of e's store, counted.
+func (e *txEnv) use(api txClient) {
+	e.api = api
+	e.counted = newCounting(api)
+	e.store = dynamostore.NewTransactional(e.counted, e.table)
 }
 
 func (e *txEnv) processor(t *testing.T, cfg sqsonce.Config) *sqsonce.Processor {
@@ -240,10 +254,11 @@ func (e *txEnv) record(t *testing.T, key string) store.Record {
 // TestDoTransactionalCallsPerRecord: a work that adds a Put of an order
 // row commits it with its completion: a new key costs the acquire and one
 // TransactWriteItems, a duplicate the refused acquire, a warm duplicate
-// nothing; the row and the COMPLETED record are both there.
+// nothing; the row and the COMPLETED record are both there. On DynamoDB
+// Local, whose refusal carries the record as DynamoDB's does.
 func TestDoTransactionalCallsPerRecord(t *testing.T) {
 	t.Parallel()
-	e := newTxEnv(t)
+	e := newLocalTxEnv(t, nil)
 	ctx := context.Background()
 	for _, c := range []struct {
 		name      string
@@ -288,9 +303,11 @@ func TestDoTransactionalCallsPerRecord(t *testing.T) {
 // TestDoTransactionalUserConditionFails: a condition of the work's own
 // that fails is the work's failure: Do's error is a *store.EffectError
 // with the SDK's cancellation, the order is absent and the key released.
+// On DynamoDB Local, whose CancellationReasons are DynamoDB's: one per
+// write, in the order sent.
 func TestDoTransactionalUserConditionFails(t *testing.T) {
 	t.Parallel()
-	e := newTxEnv(t)
+	e := newLocalTxEnv(t, nil)
 	p := e.processor(t, sqsonce.Config{})
 	err := p.Do(context.Background(), "order-9", func(ctx context.Context) error {
 		return dynamostore.Add(ctx, orderRow(e.orders, "order-9", "first"), types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
@@ -319,10 +336,11 @@ func TestDoTransactionalUserConditionFails(t *testing.T) {
 
 // TestDoTransactionalTakenOver: a holder paused past its lock, whose key a
 // second holder took over and completed, commits none of its effect: its
-// lock is lost, and the one order row is the second holder's.
+// lock is lost, and the one order row is the second holder's. On DynamoDB
+// Local.
 func TestDoTransactionalTakenOver(t *testing.T) {
 	t.Parallel()
-	e := newTxEnv(t)
+	e := newLocalTxEnv(t, nil)
 	// An hour's lock: renewed every 20 minutes of real time, never within
 	// the test; the clock jumps past it.
 	first := e.processor(t, sqsonce.Config{LockTimeout: time.Hour})
@@ -366,32 +384,40 @@ func TestDoTransactionalLostAnswer(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = proxy.Close() })
 			e := newTxEnv(t)
-			e.api = motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) }))
-			e.counted = newCounting(e.api)
-			e.store = dynamostore.NewTransactional(e.counted, e.table)
-			p := e.processor(t, sqsonce.Config{})
-			proxy.Script("TransactWriteItems", fault)
-			if err := p.Do(context.Background(), "order-3", func(ctx context.Context) error {
-				return dynamostore.Add(ctx, orderRow(e.orders, "order-3", "first"))
-			}); err != nil {
-				t.Fatalf("Do: %v", err)
-			}
-			if proxy.Pending() != 0 {
-				t.Fatal("the fault was not used")
-			}
-			if got := e.counted.take(); got["GetItem"] != 1 || got["TransactWriteItems"] != 1 {
-				t.Errorf("calls %v, want one TransactWriteItems (the SDK retries within it) and one read of the record after the refused repeat", got)
-			}
-			if o := e.lastOutcome(); o.Kind != sqsonce.KindProcessed {
-				t.Errorf("outcome %+v, want processed", o)
-			}
-			if rows := orders(t, e.api, e.orders); len(rows) != 1 || rows["order-3"] != "first" {
-				t.Errorf("order rows %v, want one", rows)
-			}
-			if rec := e.record(t, "order-3"); rec.Status != store.StatusCompleted {
-				t.Errorf("record %v, want COMPLETED", rec)
-			}
+			e.use(motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) })))
+			// The read after the refused repeat.
+			lostAnswer(t, e, proxy, fault, 1)
 		})
+	}
+}
+
+// lostAnswer runs TestDoTransactionalLostAnswer's delivery on e, whose
+// client goes through proxy: the commit applied and its answer lost by
+// fault, the SDK's repeat within the one TransactWriteItems, and gets
+// reads of the record after it.
+func lostAnswer(t *testing.T, e *txEnv, proxy *faultproxy.Proxy, fault faultproxy.Kind, gets int) {
+	t.Helper()
+	p := e.processor(t, sqsonce.Config{})
+	proxy.Script("TransactWriteItems", fault)
+	if err := p.Do(context.Background(), "order-3", func(ctx context.Context) error {
+		return dynamostore.Add(ctx, orderRow(e.orders, "order-3", "first"))
+	}); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if proxy.Pending() != 0 {
+		t.Fatal("the fault was not used")
+	}
+	if got := e.counted.take(); got["GetItem"] != gets || got["TransactWriteItems"] != 1 {
+		t.Errorf("calls %v, want one TransactWriteItems (the SDK retries within it) and %d reads of the record after it", got, gets)
+	}
+	if o := e.lastOutcome(); o.Kind != sqsonce.KindProcessed {
+		t.Errorf("outcome %+v, want processed", o)
+	}
+	if rows := orders(t, e.api, e.orders); len(rows) != 1 || rows["order-3"] != "first" {
+		t.Errorf("order rows %v, want one", rows)
+	}
+	if rec := e.record(t, "order-3"); rec.Status != store.StatusCompleted {
+		t.Errorf("record %v, want COMPLETED", rec)
 	}
 }
 
@@ -403,8 +429,12 @@ func TestTxRulesOnMoto(t *testing.T) {
 	t.Parallel()
 	cfg := mototest.Config(t)
 	api := motoserver.Atomic(dynamodb.NewFromConfig(cfg))
-	s := dynamostore.NewTransactional(api, mototest.NewIdempotencyTable(t, cfg))
-	fx := counterEffects{api: api, table: newKeyTable(t, cfg, "counters", "name")}
+	txRules(t, dynamostore.NewTransactional(api, mototest.NewIdempotencyTable(t, cfg)), counterEffects{api: api, table: newKeyTable(t, cfg, "counters", "name")})
+}
+
+// txRules are TestTxRulesOnMoto's steps, on s with fx's counters.
+func txRules(t *testing.T, s *dynamostore.Store, fx counterEffects) {
+	t.Helper()
 	ctx := context.Background()
 	now := time.Now()
 	acquire := func(id, owner string, at time.Time) store.Lease {
