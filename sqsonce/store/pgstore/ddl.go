@@ -76,6 +76,19 @@ func CreateTable(ctx context.Context, pool *pgxpool.Pool, table string) error {
 			return err
 		}
 	}
+	// CREATE INDEX takes the table's SHARE lock before it finds the index
+	// there, waiting behind every write in flight and holding the next
+	// back: the catalog first, as for the column.
+	ident := identifier(table)
+	qualified := append(pgx.Identifier{}, ident...)
+	qualified[len(qualified)-1] += "_expires_at"
+	var indexed bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, qualified.Sanitize()).Scan(&indexed); err != nil {
+		return s.fail("create table", table, err)
+	}
+	if indexed {
+		return nil
+	}
 	return s.exec(ctx, index)
 }
 
