@@ -62,6 +62,10 @@ type Config struct {
 	// false: the refusal is retried like any failure of the work. It is
 	// asked only on a store.Transactor.
 	PermanentEffect func(*store.EffectError) bool
+	// Sender sends the messages a work emits (Emit) once its completion is
+	// committed: targets.NewSender(awsCfg) on AWS. Nil: Emit refuses, and a
+	// completion found with messages pending is retried (emit-pending).
+	Sender Sender
 	// OnOutcome, when set, receives every Outcome: once per record at the
 	// end of Handle, once per Do or DoResult, on the calling goroutine.
 	OnOutcome func(context.Context, Outcome)

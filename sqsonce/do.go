@@ -3,6 +3,7 @@ package sqsonce
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -51,6 +52,9 @@ func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx 
 		}
 		return nil, nil
 	})
+	if res.resultDropped > 0 && resultErr == nil {
+		resultErr = &ResultError{Key: p.lock.shownKey(key), Size: res.resultDropped, Err: errors.New("with the key's emitted messages it would not fit the record")}
+	}
 	switch {
 	case res.outcome == processed || res.outcome == processedUnrecorded:
 		return first, resultErr

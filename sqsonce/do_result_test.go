@@ -220,7 +220,7 @@ func TestWaitInProgressReturnsTheHoldersResult(t *testing.T) {
 	b := newWaitBed(t, time.Minute)
 	var outcomes []Outcome
 	p := b.waiter(t, 10*time.Second, 3, func() {
-		if err := b.e.uncounted.Complete(context.Background(), b.holder, b.e.clock.Now().Add(time.Hour), []byte(`"holder's answer"`)); err != nil {
+		if err := b.e.uncounted.Complete(context.Background(), b.holder, store.Completion{Until: b.e.clock.Now().Add(time.Hour), Result: []byte(`"holder's answer"`)}); err != nil {
 			t.Error(err)
 		}
 	}, func(c *Config) {

@@ -60,3 +60,45 @@ func ExampleConfig_permanentEffect() {
 	// Output:
 	// true true 0
 }
+
+// printSender prints what it sends: a test's Sender. On AWS,
+// targets.NewSender(awsCfg) sends with SQS and SNS.
+type printSender struct{}
+
+func (printSender) Send(_ context.Context, msgs []sqsonce.Outgoing) []error {
+	for _, m := range msgs {
+		fmt.Printf("send to %s: %s (emit id %d hex digits)\n", m.To, m.Body, len(m.ID))
+	}
+	return make([]error, len(msgs))
+}
+
+// A work that writes an order and emits OrderAccepted to the next queue:
+// the message commits with the key's completion and is sent after it,
+// once; a duplicate sends nothing. A downstream sqsonce consumer keyed on
+// sqsonce.AttrEmitID handles it once however often it was sent.
+func ExampleEmit() {
+	mem := memstore.New()
+	p, err := sqsonce.New(sqsonce.Config{
+		Store:     mem,
+		KeyPrefix: "orders",
+		Sender:    printSender{},
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	accept := func(ctx context.Context) error {
+		return sqsonce.Emit(ctx, sqsonce.Message{
+			To:   "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/shipments",
+			Body: `{"type":"OrderAccepted","order":"A-1"}`,
+		})
+	}
+	fmt.Println(p.Do(context.Background(), "A-1", accept))
+	err = p.Do(context.Background(), "A-1", accept)
+	fmt.Println(errors.Is(err, sqsonce.ErrDuplicate))
+	// Output:
+	// send to sqs:https://sqs.us-east-1.amazonaws.com/123456789012/shipments: {"type":"OrderAccepted","order":"A-1"} (emit id 32 hex digits)
+	// <nil>
+	// true
+}

@@ -54,6 +54,10 @@ const (
 	// notAcquired: the store failed or is misconfigured (err matches
 	// ErrUnavailable or ErrMisconfigured), so fn did not run.
 	notAcquired
+	// emitPending: the key is COMPLETED (fn succeeded now, or a duplicate
+	// found the completion) and its emitted messages are not all sent: the
+	// record is retried, and the retry sends them (relay).
+	emitPending
 	// uncommitted: fn succeeded, but the transaction of its writes and its
 	// completion did not commit (store.Transactor): its effect is not
 	// applied, or, when the store's answer never came, the record settles
@@ -80,6 +84,8 @@ func (o lockOutcome) String() string {
 		return "not-acquired"
 	case uncommitted:
 		return "uncommitted"
+	case emitPending:
+		return "emit-pending"
 	}
 	return fmt.Sprintf("lockOutcome(%d)", int(o))
 }
@@ -113,6 +119,12 @@ type lockResult struct {
 	result []byte
 	// waited is how long the call waited for another holder (WaitInProgress).
 	waited time.Duration
+	// resultDropped: fn's result was not stored, since with its emitted
+	// messages it would not fit the record (store.MaxResultSize).
+	resultDropped int
+	// emitted is how many messages were sent (by fn's holder, or a
+	// duplicate's relay).
+	emitted int
 }
 
 // locker runs functions at most once per key within the dedupe window, as
@@ -141,6 +153,8 @@ type locker struct {
 	newOwner func() string
 	// rand returns uniform values in [0, 1): the jitter of a wait.
 	rand func() float64
+	// sender sends emitted messages (Config.Sender), nil: Emit refuses.
+	sender Sender
 	// permanentEffect, when set, marks a transaction refused by a
 	// condition of the work's own writes Permanent (Config.PermanentEffect).
 	permanentEffect func(*store.EffectError) bool
@@ -266,16 +280,35 @@ func (g *locker) waitOut(ctx context.Context, key, payloadHash string, wait time
 		case err != nil:
 			return nil, lockResult{outcome: notAcquired, err: storeErr("read", id, err), waited: g.now().Sub(start)}
 		case rec.Status == store.StatusCompleted:
-			h := &store.HeldError{Record: rec}
 			if stored := rec.PayloadHash; payloadHash != "" && stored != "" && stored != payloadHash {
 				return nil, lockResult{outcome: payloadMismatch, err: &payloadMismatchError{ID: id, Status: rec.Status}, waited: g.now().Sub(start)}
 			}
-			g.cache.add(id, rec.ExpiresAt, rec.PayloadHash, rec.Result)
-			return nil, lockResult{outcome: duplicate, err: h, result: rec.Result, waited: g.now().Sub(start)}
+			res := g.duplicate(ctx, rec, &store.HeldError{Record: rec})
+			res.waited = g.now().Sub(start)
+			return nil, res
 		default:
 			res.err = &store.HeldError{Record: rec}
 		}
 	}
+}
+
+// duplicate is the answer to a key found COMPLETED (rec, refused with
+// err): a duplicate, once the completion's pending messages, if any, are
+// sent (relay: the redelivery is the relay); emitPending when they could
+// not all be. Only a completion with nothing pending is cached: a cached
+// answer makes no store call, and would never send them.
+func (g *locker) duplicate(ctx context.Context, rec store.Record, err error) lockResult {
+	if rec.Outbox != nil {
+		msgs := countOutbox(rec.Outbox)
+		if rerr := g.relay(ctx, rec); rerr != nil {
+			return lockResult{outcome: emitPending, err: rerr, fence: rec.Fence}
+		}
+		rec.Outbox = nil
+		g.cache.add(rec.ID, rec.ExpiresAt, rec.PayloadHash, rec.Result)
+		return lockResult{outcome: duplicate, err: err, result: rec.Result, emitted: msgs}
+	}
+	g.cache.add(rec.ID, rec.ExpiresAt, rec.PayloadHash, rec.Result)
+	return lockResult{outcome: duplicate, err: err, result: rec.Result}
 }
 
 // hold is a key's lock taken by acquire, renewed while it is held, until
@@ -298,6 +331,9 @@ type hold struct {
 	// tx is the transaction fn's writes commit in with the completion, on
 	// a store.Transactor (nil on another store).
 	tx store.Tx
+	// outbox is fn's emitted messages (Emit), committed with the
+	// completion.
+	outbox outbox
 }
 
 // acquire takes key's lock. When the lock is taken it returns a hold, which
@@ -323,8 +359,7 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 			return nil, lockResult{outcome: payloadMismatch, err: &payloadMismatchError{ID: id, Status: held.Record.Status}}
 		}
 		if held.Record.Status == store.StatusCompleted {
-			g.cache.add(id, held.Record.ExpiresAt, held.Record.PayloadHash, held.Record.Result)
-			return nil, lockResult{outcome: duplicate, err: err, result: held.Record.Result}
+			return nil, g.duplicate(ctx, held.Record, err)
 		}
 		return nil, lockResult{outcome: inProgress, err: err}
 	case err != nil:
@@ -341,19 +376,26 @@ func (g *locker) acquire(ctx context.Context, key, payloadHash string) (*hold, l
 	// The work's context carries its own lock's transaction, or none: a Do
 	// nested in another's work must not inherit the outer transaction,
 	// whose rollback (the outer work failing) would drop the inner work's
-	// writes after the inner key was completed.
-	workCtx = store.ContextWithTx(workCtx, tx)
-	return &hold{
+	// writes after the inner key was completed. Masked only where there is
+	// one to mask: a context value costs an allocation per lock.
+	if tx != nil || store.TxFrom(workCtx) != nil {
+		workCtx = store.ContextWithTx(workCtx, tx)
+	}
+	h := &hold{
 		g:           g,
 		key:         key,
 		payloadHash: payloadHash,
-		ctx:         leasectx.With(workCtx, leasectx.Lease{Key: key, Fence: lease.Fence}),
 		lease:       lease,
 		cancel:      cancel,
 		lose:        lose,
 		stopRenewal: g.renewWhileRunning(ctx, lease, length, renew, lose),
 		tx:          tx,
-	}, lockResult{}
+		outbox:      outbox{noSender: g.sender == nil},
+	}
+	// The same for the outbox: the work's Emit stages in its own lock's,
+	// never an outer Do's.
+	h.ctx = leasectx.With(workCtx, leasectx.Lease{Key: key, Fence: lease.Fence, Outbox: &h.outbox})
+	return h, lockResult{}
 }
 
 // giveUpRelease bounds the release that follows an acquire given up on
@@ -410,6 +452,7 @@ func (h *hold) end() (store.Lease, error) {
 func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockResult {
 	lease, lostErr := h.end()
 	h.seal()
+	msgs := h.outbox.seal()
 	g := h.g
 	res := lockResult{tookOver: lease.TookOver, fence: lease.Fence, lockExpiresAt: lease.LockExpiresAt, lockLost: lostErr != nil}
 	if workErr != nil {
@@ -426,15 +469,46 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 		}
 		return res
 	}
-	if h.tx != nil && !h.tx.Empty() {
-		return h.finishTx(ctx, lease, result, res)
+	ob, err := encodeOutbox(msgs)
+	if err != nil {
+		// Emit checked every message: only a bug gets here.
+		res.outcome, res.err = failed, fmt.Errorf("sqsonce: encoding the emitted messages: %w", err)
+		res.releaseErr = g.store.Release(ctx, lease, g.now())
+		return res
 	}
-	until, err := g.complete(ctx, lease, result)
+	if len(result)+len(ob) > store.MaxResultSize {
+		// The messages are the effect; the result only an answer.
+		res.resultDropped = len(result)
+		result = nil
+	}
+	c := store.Completion{Result: result, Outbox: ob}
+	if h.tx != nil && !h.tx.Empty() {
+		return h.finishTx(ctx, lease, c, res)
+	}
+	until, err := g.complete(ctx, lease, c)
 	if err != nil {
 		res.outcome, res.err = processedUnrecorded, err
 		return res
 	}
-	g.cache.add(lease.ID, until, h.payloadHash, result)
+	c.Until = until
+	return h.completed(ctx, lease, c, res)
+}
+
+// completed is the outcome of a work whose completion c is written:
+// processed, once its emitted messages are sent and marked sent (relay);
+// emitPending when they could not all be, the record left for the next
+// delivery to send them.
+func (h *hold) completed(ctx context.Context, lease store.Lease, c store.Completion, res lockResult) lockResult {
+	g := h.g
+	if c.Outbox != nil {
+		rec := store.Record{ID: lease.ID, Status: store.StatusCompleted, Owner: lease.Owner, Fence: lease.Fence, Outbox: c.Outbox}
+		if err := g.relay(ctx, rec); err != nil {
+			res.outcome, res.err = emitPending, err
+			return res
+		}
+		res.emitted = countOutbox(c.Outbox)
+	}
+	g.cache.add(lease.ID, c.Until, h.payloadHash, c.Result)
 	res.outcome = processed
 	return res
 }
@@ -449,14 +523,14 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 // nothing was applied, else left to expire) when the store did not commit.
 // Never processedUnrecorded: an effect whose completion is not recorded is
 // not applied either.
-func (h *hold) finishTx(ctx context.Context, lease store.Lease, result []byte, res lockResult) lockResult {
+func (h *hold) finishTx(ctx context.Context, lease store.Lease, c store.Completion, res lockResult) lockResult {
 	g := h.g
-	until, err := g.commit(ctx, h.tx, result)
+	until, err := g.commit(ctx, h.tx, c)
 	var refused *store.EffectError
 	switch {
 	case err == nil:
-		g.cache.add(lease.ID, until, h.payloadHash, result)
-		res.outcome = processed
+		c.Until = until
+		return h.completed(ctx, lease, c, res)
 	case errors.Is(err, ErrLockLost):
 		res.outcome, res.err, res.lockLost = failed, err, true
 	case errors.As(err, &refused):
@@ -488,6 +562,7 @@ func (h *hold) finishTx(ctx context.Context, lease store.Lease, result []byte, r
 func (h *hold) abandon() store.Lease {
 	lease, _ := h.end()
 	h.seal()
+	h.outbox.seal()
 	if h.tx != nil && !h.tx.Empty() {
 		_ = h.tx.Rollback(context.Background()) // nothing to report it to: the lock expires either way
 	}
@@ -578,22 +653,22 @@ func (g *locker) renewWhileRunning(ctx context.Context, lease store.Lease, lengt
 // complete retries a failed completion write within ctx's deadline: fn's
 // side effect has happened, and every lost completion opens a duplicate
 // window. It returns the end of the window it wrote.
-func (g *locker) complete(ctx context.Context, lease store.Lease, result []byte) (time.Time, error) {
-	var until time.Time
+func (g *locker) complete(ctx context.Context, lease store.Lease, c store.Completion) (time.Time, error) {
 	err := g.retry(ctx, func() error {
-		until = g.now().Add(g.window)
-		return g.store.Complete(ctx, lease, until, result)
+		c.Until = g.now().Add(g.window)
+		return g.store.Complete(ctx, lease, c)
 	}, func(err error) bool { return errors.Is(err, ErrLockLost) })
-	return until, err
+	return c.Until, err
 }
 
 // commit is complete for a transaction: tx.Commit retried within ctx's
 // deadline while its outcome is unknown (store.Tx says a repeat settles
 // it), with one window end for every attempt, so that each repeats the
 // first exactly.
-func (g *locker) commit(ctx context.Context, tx store.Tx, result []byte) (time.Time, error) {
-	until := g.now().Add(g.window)
-	err := g.retry(ctx, func() error { return tx.Commit(ctx, until, result) }, func(err error) bool {
+func (g *locker) commit(ctx context.Context, tx store.Tx, c store.Completion) (time.Time, error) {
+	c.Until = g.now().Add(g.window)
+	until := c.Until
+	err := g.retry(ctx, func() error { return tx.Commit(ctx, c) }, func(err error) bool {
 		var refused *store.EffectError
 		return errors.Is(err, ErrLockLost) || errors.Is(err, store.ErrNotCommitted) || errors.As(err, &refused)
 	})

@@ -192,7 +192,7 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 			t.Errorf("takeover of an expired lock: %+v, want TookOver", fresh)
 		}
 
-		if err := e.store.Complete(ctx, stale, e.clock.Now().Add(time.Hour), nil); !errors.Is(err, ErrLockLost) {
+		if err := e.store.Complete(ctx, stale, store.Completion{Until: e.clock.Now().Add(time.Hour)}); !errors.Is(err, ErrLockLost) {
 			t.Errorf("stale complete: %v, want ErrLockLost", err)
 		}
 		if err := e.store.Release(ctx, stale, e.clock.Now()); !errors.Is(err, ErrLockLost) {
@@ -208,7 +208,7 @@ func TestStoreStaleHolderCannotCompleteOrRelease(t *testing.T) {
 		if rec.Status != store.StatusProcessing {
 			t.Errorf("status = %s: the stale holder overwrote the new holder's record", rec.Status)
 		}
-		if err := e.store.Complete(ctx, fresh, e.clock.Now().Add(time.Hour), nil); err != nil {
+		if err := e.store.Complete(ctx, fresh, store.Completion{Until: e.clock.Now().Add(time.Hour)}); err != nil {
 			t.Errorf("new holder's complete: %v", err)
 		}
 	})

@@ -112,9 +112,9 @@ func (s lockCountingStore) Renew(ctx context.Context, lease store.Lease, lockUnt
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s lockCountingStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s lockCountingStore) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	s.calls.Add(1)
-	return s.Store.Complete(ctx, lease, until, result)
+	return s.Store.Complete(ctx, lease, c)
 }
 
 func (s lockCountingStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {

@@ -73,9 +73,9 @@ func (s *txStore) Renew(ctx context.Context, lease store.Lease, lockUntil time.T
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s *txStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s *txStore) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	s.log("complete")
-	return s.Store.Complete(ctx, lease, until, result)
+	return s.Store.Complete(ctx, lease, c)
 }
 
 func (s *txStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {
@@ -100,23 +100,23 @@ type txLogged struct {
 	s *txStore
 }
 
-func (t *txLogged) Commit(ctx context.Context, until time.Time, result []byte) error {
+func (t *txLogged) Commit(ctx context.Context, c store.Completion) error {
 	attempt := t.s.log("commit")
 	t.s.mu.Lock()
-	t.s.untils = append(t.s.untils, until)
+	t.s.untils = append(t.s.untils, c.Until)
 	fault := t.s.fault
 	t.s.mu.Unlock()
 	if fault != nil {
 		if apply, err := fault(attempt); err != nil {
 			if apply {
-				if cerr := t.Tx.Commit(ctx, until, result); cerr != nil {
+				if cerr := t.Tx.Commit(ctx, c); cerr != nil {
 					return cerr
 				}
 			}
 			return err
 		}
 	}
-	return t.Tx.Commit(ctx, until, result)
+	return t.Tx.Commit(ctx, c)
 }
 
 func (t *txLogged) Rollback(ctx context.Context) error {

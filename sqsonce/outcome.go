@@ -115,6 +115,11 @@ const (
 	// it expires, and the next delivery finds the key completed or runs
 	// the work again; the effect is applied once either way.
 	ReasonCommitUnknown Reason = "commit-unknown"
+	// ReasonEmitPending: the key's work is committed (now, or by an
+	// earlier delivery) but its emitted messages (Emit) are not all sent:
+	// the record is retried, and the retry sends them, the work not run
+	// again (ErrEmitPending).
+	ReasonEmitPending Reason = "emit-pending"
 	// ReasonNotCommitted: the work's transaction is known not to have
 	// committed, and cannot be tried again as it was (store.ErrNotCommitted:
 	// its connection gone, a serialization failure or deadlock): nothing
@@ -150,6 +155,8 @@ func classify(res lockResult) Outcome {
 		if res.lockLost {
 			o.Kind, o.Reason = KindFailed, ReasonLockLost
 		}
+	case emitPending:
+		o.Kind, o.Reason = KindFailed, ReasonEmitPending
 	case uncommitted:
 		o.Kind, o.Reason = KindFailed, ReasonCommitUnknown
 		switch {

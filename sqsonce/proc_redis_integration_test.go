@@ -89,7 +89,8 @@ func redisRigOf(t testing.TB, b *procBundle) *redisRig {
 // redisOp names the protocol operation a command is. The store's scripts
 // are told apart by their number of arguments (EVALSHA, the SHA-1, the
 // number of keys, two keys, then the script's arguments): acquire 9,
-// renew 5, complete 6, release 4, forget 1. A Read is HGETALL.
+// renew 5, complete 8, release 4, forget 1, mark sent 2. A Read is
+// HGETALL.
 func redisOp(args []any) string {
 	name, _ := args[0].(string)
 	switch name {
@@ -99,8 +100,10 @@ func redisOp(args []any) string {
 			return "acquire"
 		case 5:
 			return "renew"
-		case 6:
+		case 8:
 			return "complete"
+		case 2:
+			return "mark sent"
 		case 4:
 			return "release"
 		case 1:
@@ -116,7 +119,7 @@ func redisOp(args []any) string {
 // name, as they go on the wire.
 var redisWire = map[string][]byte{
 	"acquire":  []byte("*14\r\n$7\r\nevalsha\r\n"),
-	"complete": []byte("*11\r\n$7\r\nevalsha\r\n"),
+	"complete": []byte("*13\r\n$7\r\nevalsha\r\n"),
 	"release":  []byte("*9\r\n$7\r\nevalsha\r\n"),
 }
 

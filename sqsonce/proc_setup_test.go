@@ -428,15 +428,15 @@ func (s *faultStore) Renew(ctx context.Context, lease store.Lease, lockUntil tim
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s *faultStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s *faultStore) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	err, lost := s.call("complete")
 	if err != nil {
 		return err
 	}
 	if lost {
-		_ = s.Store.Complete(ctx, lease, until, result)
+		_ = s.Store.Complete(ctx, lease, c)
 	}
-	return s.Store.Complete(ctx, lease, until, result)
+	return s.Store.Complete(ctx, lease, c)
 }
 
 func (s *faultStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {

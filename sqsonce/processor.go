@@ -138,6 +138,7 @@ func build(cfg ConsumerConfig, h Handler, d deps) (*Processor, error) {
 			rand:        cfg.Test.Rand,
 			// A func, not an interface: one question, asked per refusal.
 			permanentEffect: cfg.PermanentEffect,
+			sender:          cfg.Sender,
 		},
 		sqs:     d.sqs,
 		handler: h,
@@ -479,6 +480,9 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 		} else {
 			log.WarnContext(ctx, "record failed; retried later", "error", res.err, "permanent", permanent)
 		}
+	case emitPending:
+		log.ErrorContext(ctx, "record's work is committed but its emitted messages are not all sent; retried, and the retry sends them (the work does not run again)",
+			"error", res.err)
 	case uncommitted:
 		if o.Reason == ReasonCommitUnknown {
 			log.ErrorContext(ctx, "record's transaction has an unknown outcome: the store's answer to the commit was lost and the record could not be read to settle it; its lock is kept until it expires, then the next delivery finds it completed (a duplicate) or runs the work again, its effect applied once either way",

@@ -9,6 +9,10 @@ import "context"
 type Lease struct {
 	Key   string
 	Fence int64
+	// Outbox is the lock's staging of emitted messages (package sqsonce's
+	// own type), nil outside a lock: carried here so that a lock adds one
+	// context value, not two.
+	Outbox any
 }
 
 type key struct{}

@@ -217,12 +217,12 @@ func TestCompletionObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Complete(ctx, lease, now.Add(time.Hour), nil); err != nil {
+	if err := st.Complete(ctx, lease, store.Completion{Until: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	api.updateErr = errors.New("throttled")
-	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", w.Keys[1].ID), Owner: "o"}, now.Add(time.Hour), nil)
-	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", "not-in-the-workload"), Owner: "o"}, now.Add(time.Hour), nil)
+	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", w.Keys[1].ID), Owner: "o"}, store.Completion{Until: now.Add(time.Hour)})
+	_ = st.Complete(ctx, store.Lease{ID: store.RecordID("fn", "not-in-the-workload"), Owner: "o"}, store.Completion{Until: now.Add(time.Hour)})
 	_ = st.Release(ctx, lease, now)
 
 	if len(got) != 2 || got[0].Key != w.Keys[0].ID || !got[0].OK || got[0].RequestID != "req-1" || got[0].At.Before(now) ||

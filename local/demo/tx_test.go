@@ -115,7 +115,7 @@ func TestCompletionObserverSeesTransactions(t *testing.T) {
 		if err := table.stage(store.ContextWithTx(ctx, tx), Entry{Key: key, Seq: 1, At: now}); err != nil {
 			t.Fatal(err)
 		}
-		return tx.Commit(ctx, now.Add(time.Hour), nil)
+		return tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour)})
 	}
 	if err := commit(w.Keys[0].ID); err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ type crashStore struct {
 
 var errCrashed = errors.New("the processor crashed before its completion")
 
-func (s *crashStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s *crashStore) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	s.mu.Lock()
 	if s.crash[lease.ID] {
 		delete(s.crash, lease.ID)
@@ -51,7 +51,7 @@ func (s *crashStore) Complete(ctx context.Context, lease store.Lease, until time
 	if dead {
 		return errCrashed
 	}
-	return s.Store.Complete(ctx, lease, until, result)
+	return s.Store.Complete(ctx, lease, c)
 }
 
 func (s *crashStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {

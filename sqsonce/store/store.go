@@ -36,13 +36,13 @@ type Store interface {
 	// still the lease's PROCESSING lock; otherwise it returns an error
 	// matching ErrLockLost.
 	Renew(ctx context.Context, lease Lease, lockUntil time.Time) (Lease, error)
-	// Complete marks the record COMPLETED until until (ExpiresAt, kept in
-	// whole seconds: until.Unix()), removes its lock expiry and stores
-	// result with it (nil: no result), in the same write, if the record's
-	// owner is still the lease's; otherwise an error matching ErrLockLost.
-	// A repeat of an applied Complete succeeds again. The caller keeps
-	// result within MaxResultSize.
-	Complete(ctx context.Context, lease Lease, until time.Time, result []byte) error
+	// Complete marks the record COMPLETED until c.Until (ExpiresAt, kept in
+	// whole seconds: c.Until.Unix()), removes its lock expiry and stores
+	// c.Result and c.Outbox with it (nil: none), in the same write, if the
+	// record's owner is still the lease's; otherwise an error matching
+	// ErrLockLost. A repeat of an applied Complete succeeds again. The
+	// caller keeps len(c.Result)+len(c.Outbox) within MaxResultSize.
+	Complete(ctx context.Context, lease Lease, c Completion) error
 	// Release marks the lease's PROCESSING lock RELEASED (free to take at
 	// once, its fence kept) and lets it expire FenceRetention after now. A
 	// record already RELEASED by the same owner (a repeat) or gone is a
@@ -50,6 +50,14 @@ type Store interface {
 	// an error matching ErrLockLost. The operator's release is this call
 	// with the lease read from the record.
 	Release(ctx context.Context, lease Lease, now time.Time) error
+	// MarkSent removes the outbox of rec's record (its messages are sent)
+	// if the record is still the completion rec was read as: COMPLETED,
+	// rec.Owner and rec.Fence. A record whose outbox is already removed, or
+	// that is gone, is a success (a repeat, or another delivery marked it);
+	// any other record is an error matching ErrRecordChanged, nothing
+	// written: the outbox of a completion is never removed but by a caller
+	// that sent it.
+	MarkSent(ctx context.Context, rec Record) error
 	// Read returns the record under id, as of the latest write (a strongly
 	// consistent read), or an error matching ErrNotFound. A record the
 	// protocol did not write comes back as far as it could be read, with a
@@ -97,6 +105,19 @@ type AcquireRequest struct {
 	// over.
 	Now       time.Time
 	LockUntil time.Time
+}
+
+// Completion is what Store.Complete and Tx.Commit write with a record's
+// COMPLETED status.
+type Completion struct {
+	// Until is the end of the dedupe window (ExpiresAt, whole seconds).
+	Until time.Time
+	// Result is what the work returned (DoResult's, encoded), nil: none.
+	Result []byte
+	// Outbox is the messages the work staged (sqsonce.Emit), encoded by
+	// sqsonce, nil: none. It is kept with the completion until MarkSent
+	// removes it, once they are sent; a store treats it as opaque bytes.
+	Outbox []byte
 }
 
 // Lease is one successful acquisition: the proof of ownership that Renew,
@@ -148,12 +169,16 @@ type Record struct {
 	// Result is what a COMPLETED record's work returned (DoResult stores
 	// it, encoded as JSON), nil when it stored none.
 	Result []byte
+	// Outbox is a COMPLETED record's messages not yet marked sent (the
+	// Completion's Outbox until MarkSent), nil when none.
+	Outbox []byte
 }
 
-// MaxResultSize is the largest result Store.Complete is given, in bytes:
-// DynamoDB's item limit (400 KB) less 8 KiB for the record's other
-// attributes (the id, at most 2 KiB, and a few short ones). sqsonce's
-// DoResult refuses a larger result.
+// MaxResultSize is the most bytes of result and outbox, together, that
+// Store.Complete is given: DynamoDB's item limit (400 KB) less 8 KiB for
+// the record's other attributes (the id, at most 2 KiB, and a few short
+// ones). sqsonce's DoResult refuses a larger result, and Emit a larger
+// outbox.
 const MaxResultSize = 400*1024 - 8*1024
 
 // Live reports whether rec is a lock that has not expired at now: a holder

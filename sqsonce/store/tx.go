@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Transactor is a Store whose completion can commit the work's own writes
@@ -45,8 +44,9 @@ type Tx interface {
 	// Empty reports whether the work added nothing to the transaction.
 	Empty() bool
 	// Commit applies the work's writes and completes the lease's record as
-	// Store.Complete does (COMPLETED until until, the result stored, the
-	// lock expiry removed), in one transaction: both or neither. The
+	// Store.Complete does (COMPLETED until c.Until, the result and outbox
+	// stored, the lock expiry removed), in one transaction: both or
+	// neither. The
 	// record's part is conditioned on the record still being the lease's
 	// PROCESSING lock, owner and fence. It returns
 	//   - nil once both are committed, an earlier attempt of this Commit
@@ -61,7 +61,7 @@ type Tx interface {
 	//     the lock is still the lease's;
 	//   - any other error when the outcome is not known: Commit may be
 	//     called again, with the same arguments, and settles it.
-	Commit(ctx context.Context, until time.Time, result []byte) error
+	Commit(ctx context.Context, c Completion) error
 	// Rollback discards the work's writes. The lock stays the lease's: the
 	// caller releases it.
 	Rollback(ctx context.Context) error

@@ -47,9 +47,9 @@ func (s *countingStore) Renew(ctx context.Context, lease store.Lease, lockUntil 
 	return s.Store.Renew(ctx, lease, lockUntil)
 }
 
-func (s *countingStore) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s *countingStore) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	s.n.Add(1)
-	return s.Store.Complete(ctx, lease, until, result)
+	return s.Store.Complete(ctx, lease, c)
 }
 
 func (s *countingStore) Release(ctx context.Context, lease store.Lease, now time.Time) error {

@@ -27,9 +27,9 @@ const (
 	// acquireUpdate writes the lock: its expiry and TTL, owner, payload hash
 	// (set even when empty: a takeover must not inherit the hash of the
 	// record it replaces) and the fence moved on by one, from the clock on
-	// a new record; and removes a stored result (a takeover of an ended
-	// window must not answer with it).
-	acquireUpdate = "REMOVE #result\nSET #lockexp = :lockuntil, #expires = :ttl, #status = :processing, #owner = :owner, #hash = :hash, #fence = if_not_exists(#fence, :seed) + :one\n"
+	// a new record; and removes a stored result and outbox (a takeover of
+	// an ended window must not answer with the one, nor send the other).
+	acquireUpdate = "REMOVE #result, #outbox\nSET #lockexp = :lockuntil, #expires = :ttl, #status = :processing, #owner = :owner, #hash = :hash, #fence = if_not_exists(#fence, :seed) + :one\n"
 
 	// ownedProcessing is the condition of a renewal and a release: the
 	// owner's lock, still held.
@@ -39,9 +39,11 @@ const (
 	renewUpdate = "SET #lockexp = :lockuntil, #expires = :ttl\n"
 	// ownedCondition is a completion's: the owner's record (a repeat of an
 	// applied completion passes it again).
-	ownedCondition       = "#owner = :owner"
-	completeUpdate       = "REMOVE #lockexp\nSET #status = :completed, #expires = :until\n"
-	completeResultUpdate = "REMOVE #lockexp\nSET #status = :completed, #expires = :until, #result = :result\n"
+	ownedCondition = "#owner = :owner"
+	completeUpdate = "REMOVE #lockexp\nSET #status = :completed, #expires = :until"
+	// markSentCondition is MarkSent's: the completion the caller read.
+	markSentCondition = "(#status = :completed) AND (#owner = :owner) AND (#fence = :fence)"
+	markSentUpdate    = "REMOVE #outbox\n"
 	// commitCondition is a transactional completion's: the lease's lock,
 	// owner and fence, still PROCESSING, so that a repeat of an applied
 	// commit is refused and its writes never apply twice.
@@ -56,6 +58,7 @@ const (
 var placeholders = map[string]string{
 	"#id": AttrID, "#status": AttrStatus, "#expires": AttrExpiresAt, "#lockexp": attrLockExpiresAt,
 	"#owner": attrOwner, "#fence": attrFence, "#hash": attrPayloadHash, "#result": attrResult,
+	"#outbox": attrOutbox,
 }
 
 // storeExpr is one call's expressions, with the accessors of
@@ -112,7 +115,7 @@ func acquireExpression(req store.AcquireRequest) (storeExpr, error) {
 		":hash":       str(req.PayloadHash),
 		":seed":       num(store.FenceSeed(req.Now)),
 		":one":        num(1),
-	}, "#id", "#status", "#lockexp", "#expires", "#owner", "#hash", "#fence", "#result"), nil
+	}, "#id", "#status", "#lockexp", "#expires", "#owner", "#hash", "#fence", "#result", "#outbox"), nil
 }
 
 func renewExpression(owner string, lockUntil time.Time) storeExpr {
@@ -124,25 +127,44 @@ func renewExpression(owner string, lockUntil time.Time) storeExpr {
 	}, "#owner", "#status", "#lockexp", "#expires")
 }
 
-func completeExpression(owner string, until time.Time, result []byte) storeExpr {
+func completeExpression(owner string, c store.Completion) storeExpr {
 	values := map[string]types.AttributeValue{
 		":owner":     str(owner),
 		":completed": str(string(store.StatusCompleted)),
-		":until":     num(until.Unix()),
+		":until":     num(c.Until.Unix()),
 	}
-	if result == nil {
-		return newStoreExpr(ownedCondition, completeUpdate, "", values, "#owner", "#status", "#expires", "#lockexp")
-	}
+	names := []string{"#owner", "#status", "#expires", "#lockexp"}
+	update := completeUpdate
 	// Binary: stored as given, counted as its length against the item's
-	// 400 KB.
-	values[":result"] = &types.AttributeValueMemberB{Value: result}
-	return newStoreExpr(ownedCondition, completeResultUpdate, "", values, "#owner", "#status", "#expires", "#lockexp", "#result")
+	// 400 KB. The outbox is written in the completion's own update: no
+	// second call, committed if and only if the completion is.
+	if c.Result != nil {
+		values[":result"] = &types.AttributeValueMemberB{Value: c.Result}
+		update += ", #result = :result"
+		names = append(names, "#result")
+	}
+	if c.Outbox != nil {
+		values[":outbox"] = &types.AttributeValueMemberB{Value: c.Outbox}
+		update += ", #outbox = :outbox"
+		names = append(names, "#outbox")
+	}
+	return newStoreExpr(ownedCondition, update+"\n", "", values, names...)
+}
+
+// markSentExpression removes rec's outbox if the record is still its
+// completion.
+func markSentExpression(rec store.Record) storeExpr {
+	return newStoreExpr(markSentCondition, markSentUpdate, "", map[string]types.AttributeValue{
+		":completed": str(string(store.StatusCompleted)),
+		":owner":     str(rec.Owner),
+		":fence":     num(rec.Fence),
+	}, "#status", "#owner", "#fence", "#outbox")
 }
 
 // commitExpression is the record's part of a transactional completion:
 // completeExpression's update under commitCondition.
-func commitExpression(lease store.Lease, until time.Time, result []byte) storeExpr {
-	e := completeExpression(lease.Owner, until, result)
+func commitExpression(lease store.Lease, c store.Completion) storeExpr {
+	e := completeExpression(lease.Owner, c)
 	e.condition = commitCondition
 	e.values[":fence"] = num(lease.Fence)
 	e.values[":processing"] = str(string(store.StatusProcessing))

@@ -42,7 +42,7 @@ func TestLockAcquireConditionAdmitsOnlyAbsentOrExpiredRecords(t *testing.T) {
 	}
 	// One call takes the lock and moves the fence on (from the clock on a
 	// new record); TTL may delete the record an hour after the lock ends.
-	wantUpdate := "REMOVE result\nSET lockExpiresAt = 1700000060123, expiresAt = 1700003661, status = 'PROCESSING', owner = 'me', payloadHash = 'h', fence = if_not_exists(fence, 1700000000123) + 1\n"
+	wantUpdate := "REMOVE result, outbox\nSET lockExpiresAt = 1700000060123, expiresAt = 1700003661, status = 'PROCESSING', owner = 'me', payloadHash = 'h', fence = if_not_exists(fence, 1700000000123) + 1\n"
 	if update := resolve(*expr.Update()); update != wantUpdate {
 		t.Errorf("update\n got %q\nwant %q", update, wantUpdate)
 	}

@@ -34,6 +34,9 @@ const (
 	attrPayloadHash = "payloadHash"
 	// attrResult is a COMPLETED record's stored result (Binary).
 	attrResult = "result"
+	// attrOutbox is a COMPLETED record's staged messages not yet marked
+	// sent (Binary, sqsonce's encoding).
+	attrOutbox = "outbox"
 )
 
 // API is the part of the DynamoDB client the store's hot path uses (the
@@ -155,8 +158,37 @@ func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Tim
 
 // Complete implements store.Store. A repeat of an applied completion passes its
 // condition again (the owner is unchanged) and rewrites the same record.
-func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
-	return s.ownedUpdate(ctx, "complete", lease, completeExpression(lease.Owner, until, result))
+func (s *Store) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
+	return s.ownedUpdate(ctx, "complete", lease, completeExpression(lease.Owner, c))
+}
+
+// MarkSent implements store.Store: one UpdateItem that removes the
+// outbox under the condition that the record is still rec's completion
+// (COMPLETED, owner and fence). A refusal is read (from the refusal, or
+// one GetItem where the table returns none): a record that is gone is a
+// success, any other store.ErrRecordChanged.
+func (s *Store) MarkSent(ctx context.Context, rec store.Record) error {
+	expr := markSentExpression(rec)
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.key(rec.ID),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, withinBudget(ctx))
+	if err == nil {
+		return nil
+	}
+	now, exists, err := s.refusal(ctx, "mark sent", rec.ID, err)
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		return nil
+	}
+	return &store.StoreError{Op: "mark sent", ID: rec.ID, Err: fmt.Errorf("%w: the record is %s, not the completion %s", store.ErrRecordChanged, now, rec)}
 }
 
 // Release implements store.Store.
@@ -335,6 +367,9 @@ func parseRecord(item map[string]types.AttributeValue) (store.Record, error) {
 	}
 	if v, ok := item[attrResult].(*types.AttributeValueMemberB); ok {
 		rec.Result = v.Value
+	}
+	if v, ok := item[attrOutbox].(*types.AttributeValueMemberB); ok {
+		rec.Outbox = v.Value
 	}
 	if n, ok := numberAttrOK(item, AttrExpiresAt); ok {
 		rec.ExpiresAt = time.Unix(n, 0)

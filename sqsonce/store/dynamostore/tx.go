@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -92,7 +91,7 @@ type plainTx struct{}
 func (plainTx) Seal()                          {}
 func (plainTx) Empty() bool                    { return true }
 func (plainTx) Rollback(context.Context) error { return nil }
-func (plainTx) Commit(context.Context, time.Time, []byte) error {
+func (plainTx) Commit(context.Context, store.Completion) error {
 	return fmt.Errorf("commit: %w: %w", errNotTransactional, store.ErrNotCommitted)
 }
 
@@ -373,7 +372,7 @@ func (t *transaction) Rollback(context.Context) error {
 // of an applied commit too, so the writes never apply twice, even where
 // the ClientRequestToken is ignored (moto); what an error leaves unclear,
 // one strongly consistent read of the record settles.
-func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte) error {
+func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	t.mu.Lock()
 	t.sealed = true
 	writes, done := t.writes, t.done
@@ -382,7 +381,7 @@ func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte
 		return fmt.Errorf("commit %q: the transaction was rolled back: %w", t.lease.ID, store.ErrNotCommitted)
 	}
 	s := t.s
-	expr := commitExpression(t.lease, until, result)
+	expr := commitExpression(t.lease, c)
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, writes...)
 	items = append(items, types.TransactWriteItem{Update: &types.Update{

@@ -460,7 +460,7 @@ func txRules(t *testing.T, s *dynamostore.Store, fx counterEffects) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := tx.Commit(ctx, now.Add(time.Hour), []byte("r")); err != nil {
+		if err := tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour), Result: []byte("r")}); err != nil {
 			t.Fatalf("commit %d: %v", i+1, err)
 		}
 	}
@@ -475,7 +475,7 @@ func txRules(t *testing.T, s *dynamostore.Store, fx counterEffects) {
 	tx = s.Begin(lease)
 	_ = fx.Add(ctx, tx, "lost", false)
 	acquire("p#lost", "b", now.Add(2*time.Minute))
-	if err := tx.Commit(ctx, now.Add(time.Hour), nil); !errors.Is(err, store.ErrLockLost) {
+	if err := tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour)}); !errors.Is(err, store.ErrLockLost) {
 		t.Errorf("commit under a lost lock: %v, want ErrLockLost", err)
 	}
 	if n := count("lost"); n != 0 {
@@ -486,7 +486,7 @@ func txRules(t *testing.T, s *dynamostore.Store, fx counterEffects) {
 	tx = s.Begin(lease)
 	_ = fx.Add(ctx, tx, "refused-ok", false)
 	_ = fx.Add(ctx, tx, "refused", true)
-	err := tx.Commit(ctx, now.Add(time.Hour), nil)
+	err := tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour)})
 	var effect *store.EffectError
 	if !errors.As(err, &effect) || !errors.As(err, new(*types.TransactionCanceledException)) {
 		t.Errorf("commit refused by the work's own condition: %v, want a *store.EffectError", err)

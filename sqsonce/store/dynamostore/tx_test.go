@@ -129,7 +129,7 @@ func TestAddRefusesBeyondTheLimits(t *testing.T) {
 				}
 			}
 			wantErr(t, dynamostore.Add(ctx, c.add...), c.want...)
-			if err := tx.Commit(ctx, time.Unix(1700009999, 0), nil); err != nil {
+			if err := tx.Commit(ctx, store.Completion{Until: time.Unix(1700009999, 0)}); err != nil {
 				t.Fatal(err)
 			}
 			if len(f.commits) != 1 || len(f.commits[0].TransactItems) != len(c.before)+1 {
@@ -187,7 +187,7 @@ func TestCommitRequest(t *testing.T) {
 	}
 	until := time.Unix(1700009999, 0)
 	for range 2 {
-		if err := tx.Commit(ctx, until, []byte("r")); err != nil {
+		if err := tx.Commit(ctx, store.Completion{Until: until, Result: []byte("r")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,7 +226,7 @@ func TestCommitRequest(t *testing.T) {
 	g := &fakeTx{}
 	tx2 := dynamostore.NewTransactional(g, "idem").Begin(next)
 	_ = dynamostore.Add(store.ContextWithTx(context.Background(), tx2), orderPut("a", 0))
-	_ = tx2.Commit(context.Background(), until, []byte("r"))
+	_ = tx2.Commit(context.Background(), store.Completion{Until: until, Result: []byte("r")})
 	if aws.ToString(g.commits[0].ClientRequestToken) == token {
 		t.Error("the next fence's commit has the same token")
 	}
@@ -281,7 +281,7 @@ func TestCommitSettles(t *testing.T) {
 			if err := dynamostore.Add(ctx, orderPut("a", 0)); err != nil {
 				t.Fatal(err)
 			}
-			err := tx.Commit(ctx, time.Unix(1700009999, 0), nil)
+			err := tx.Commit(ctx, store.Completion{Until: time.Unix(1700009999, 0)})
 			if !c.check(err) {
 				t.Errorf("Commit: %v (%T)", err, err)
 			}
@@ -335,7 +335,7 @@ func TestRolledBackIsNotCommitted(t *testing.T) {
 	if err := dynamostore.Add(ctx, orderPut("b", 0)); !errors.Is(err, store.ErrTxEnded) {
 		t.Errorf("Add after Rollback: %v; want an error matching store.ErrTxEnded", err)
 	}
-	if err := tx.Commit(ctx, time.Unix(1700009999, 0), nil); !errors.Is(err, store.ErrNotCommitted) {
+	if err := tx.Commit(ctx, store.Completion{Until: time.Unix(1700009999, 0)}); !errors.Is(err, store.ErrNotCommitted) {
 		t.Errorf("Commit after Rollback: %v", err)
 	}
 	if len(f.calls) != 0 {

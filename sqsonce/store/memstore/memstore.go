@@ -55,7 +55,7 @@ func (s *Store) Records() map[string]store.Record {
 	s.expire()
 	out := make(map[string]store.Record, len(s.records))
 	for id, rec := range s.records {
-		rec.Result = bytes.Clone(rec.Result)
+		rec.Result, rec.Outbox = bytes.Clone(rec.Result), bytes.Clone(rec.Outbox)
 		out[id] = rec
 	}
 	return out
@@ -66,7 +66,7 @@ func (s *Store) Records() map[string]store.Record {
 func (s *Store) Put(rec store.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec.Result = bytes.Clone(rec.Result)
+	rec.Result, rec.Outbox = bytes.Clone(rec.Result), bytes.Clone(rec.Outbox)
 	s.records[rec.ID] = rec
 }
 
@@ -85,7 +85,7 @@ func (s *Store) expire() {
 func (s *Store) get(id string) (store.Record, bool) {
 	s.expire()
 	rec, ok := s.records[id]
-	rec.Result = bytes.Clone(rec.Result)
+	rec.Result, rec.Outbox = bytes.Clone(rec.Result), bytes.Clone(rec.Outbox)
 	return rec, ok
 }
 
@@ -148,7 +148,7 @@ func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Tim
 }
 
 // Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (s *Store) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	if err := ctx.Err(); err != nil {
 		return &store.StoreError{Op: "complete", ID: lease.ID, Err: err}
 	}
@@ -158,13 +158,38 @@ func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time
 	if !ok || rec.Owner != lease.Owner {
 		return lost("complete", lease, rec, ok)
 	}
+	s.records[lease.ID] = completed(rec, c)
+	return nil
+}
+
+// completed is rec completed with c: COMPLETED until c.Until in whole
+// seconds, the lock expiry removed, copies of the result and outbox (the
+// caller may reuse its slices, as it may a request sent over the wire).
+func completed(rec store.Record, c store.Completion) store.Record {
 	rec.Status = store.StatusCompleted
-	rec.ExpiresAt = time.Unix(until.Unix(), 0)
+	rec.ExpiresAt = time.Unix(c.Until.Unix(), 0)
 	rec.LockExpiresAt = time.Time{}
-	// A copy: the caller may reuse its slice, as it may with a request
-	// sent over the wire.
-	rec.Result = bytes.Clone(result)
-	s.records[lease.ID] = rec
+	rec.Result = bytes.Clone(c.Result)
+	rec.Outbox = bytes.Clone(c.Outbox)
+	return rec
+}
+
+// MarkSent implements store.Store.
+func (s *Store) MarkSent(ctx context.Context, rec store.Record) error {
+	if err := ctx.Err(); err != nil {
+		return &store.StoreError{Op: "mark sent", ID: rec.ID, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, ok := s.get(rec.ID)
+	switch {
+	case !ok:
+		return nil
+	case now.Status != store.StatusCompleted || now.Owner != rec.Owner || now.Fence != rec.Fence:
+		return &store.StoreError{Op: "mark sent", ID: rec.ID, Err: fmt.Errorf("%w: the record is %s, not the completion %s", store.ErrRecordChanged, now, rec)}
+	}
+	now.Outbox = nil
+	s.records[rec.ID] = now
 	return nil
 }
 

@@ -1,11 +1,9 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
@@ -78,7 +76,7 @@ func (t *Tx) Empty() bool {
 // Commit implements store.Tx: under the store's lock, the record's
 // condition (the lease's PROCESSING lock, owner and fence), then the
 // writes' (a FailingCondition refuses), then both applied.
-func (t *Tx) Commit(ctx context.Context, until time.Time, result []byte) error {
+func (t *Tx) Commit(ctx context.Context, c store.Completion) error {
 	if err := ctx.Err(); err != nil {
 		return &store.StoreError{Op: "commit", ID: t.lease.ID, Err: err}
 	}
@@ -101,11 +99,7 @@ func (t *Tx) Commit(ctx context.Context, until time.Time, result []byte) error {
 			return &store.EffectError{ID: t.lease.ID, Err: f.Err}
 		}
 	}
-	rec.Status = store.StatusCompleted
-	rec.ExpiresAt = time.Unix(until.Unix(), 0)
-	rec.LockExpiresAt = time.Time{}
-	rec.Result = bytes.Clone(result)
-	s.records[t.lease.ID] = rec
+	s.records[t.lease.ID] = completed(rec, c)
 	s.committed[t.lease.ID] = append(s.committed[t.lease.ID], t.writes...)
 	t.done = true
 	return nil

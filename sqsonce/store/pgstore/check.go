@@ -14,6 +14,7 @@ import (
 var columns = []struct{ name, typ string }{
 	{"id", "text"}, {"status", "text"}, {"owner", "text"}, {"fence", "bigint"},
 	{"lock_expires_at", "bigint"}, {"expires_at", "bigint"}, {"payload_hash", "text"}, {"result", "bytea"},
+	{"outbox", "bytea"},
 }
 
 // Check implements store.Checker: it reads the catalog once and verifies
@@ -22,7 +23,9 @@ var columns = []struct{ name, typ string }{
 // writes (NOT NULL without a default), and the role may select, insert,
 // update and delete in it. A missing or different table matches
 // store.ErrMisconfigured and gives the SQL that creates the right one; a
-// database that does not answer matches store.ErrUnavailable.
+// table an earlier version created, without the outbox column, gives the
+// ALTER TABLE that adds it (or CreateTable does); a database that does not
+// answer matches store.ErrUnavailable.
 func (s *Store) Check(ctx context.Context) error {
 	var oid *uint32
 	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1)::oid`, s.t).Scan(&oid); err != nil {
@@ -80,7 +83,13 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, *oid)
 	for _, name := range extra {
 		problems = append(problems, fmt.Sprintf("column %s is NOT NULL without a default (the store does not write it)", name))
 	}
-	if len(problems) > 0 {
+	_, hasOutbox := have["outbox"]
+	switch {
+	case len(problems) == 1 && !hasOutbox:
+		// The table of an earlier version, right but for the column this
+		// one added: the fix is one ALTER TABLE, not the whole DDL.
+		return s.errNoOutbox()
+	case len(problems) > 0:
 		return fmt.Errorf("pgstore: %w: the table %s is not the store's: %s; the store's table is:\n%s", store.ErrMisconfigured, s.t, strings.Join(problems, "; "), TableDDL(s.name))
 	}
 	var sel, ins, upd, del bool

@@ -6,9 +6,13 @@
 // Every method of store.Store is one statement on the pool (an INSERT …
 // ON CONFLICT DO UPDATE … WHERE, or an UPDATE or DELETE … WHERE), under
 // the DynamoDB store's conditions, so a record costs what it costs there:
-// a new key an Acquire and a Complete, a duplicate one Acquire. The table
-// is TableDDL's (CreateTable applies it, idempotently); Check verifies its
-// columns, types, primary key and privileges. PostgreSQL has no TTL: Sweep
+// a new key an Acquire and a Complete, a duplicate one Acquire. The
+// completion's UPDATE writes the work's outbox (its staged messages) with
+// the status; MarkSent, one more UPDATE, removes it once they are sent.
+// The table is TableDDL's (CreateTable applies it, idempotently, and adds
+// the outbox column to a table an earlier version created); Check verifies
+// its columns, types, primary key and privileges, and gives the ALTER
+// TABLE a table without the outbox column needs. PostgreSQL has no TTL: Sweep
 // deletes the records past their ExpiresAt, which Acquire and Read already
 // treat as absent (Read by the database's clock).
 //

@@ -31,7 +31,9 @@ func (s *Store) sort(err error) error {
 	case "42P01": // undefined_table
 		fix = fmt.Sprintf("; the table %s does not exist: create it with pgstore.CreateTable or this SQL:\n%s", s.t, TableDDL(s.name))
 	case "42703", "42804": // undefined_column, datatype_mismatch
-		fix = fmt.Sprintf("; the table %s is not the store's (Check says how): the store's is\n%s", s.t, TableDDL(s.name))
+		// The likeliest: a table an earlier version created, without the
+		// outbox column, met by this version before its CreateTable ran.
+		fix = fmt.Sprintf("; the table %s is not the store's (Check says how; a table created by an earlier version lacks the outbox column: %s): the store's is\n%s", s.t, addOutbox(s.t), TableDDL(s.name))
 	case "42501": // insufficient_privilege
 		fix = fmt.Sprintf("; grant SELECT, INSERT, UPDATE, DELETE on %s to the store's role", s.t)
 	}

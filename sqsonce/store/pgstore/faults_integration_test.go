@@ -55,7 +55,7 @@ func TestLostCommitAnswerIsRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Arm(pgserver.LoseCommitAnswer)
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), []byte("r")); err != nil {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour), Result: []byte("r"), Outbox: []byte("o")}); err != nil {
 		t.Fatalf("Commit whose answer was lost returned %v; want nil (the record shows the commit applied)", err)
 	}
 	if proxy.Applied() != 1 {
@@ -65,10 +65,10 @@ func TestLostCommitAnswerIsRecognised(t *testing.T) {
 		t.Errorf("after a commit whose answer was lost the effect is there %d times; want 1", n)
 	}
 	rec, err := s.Read(t.Context(), id)
-	if err != nil || rec.Status != store.StatusCompleted || rec.Fence != lease.Fence || string(rec.Result) != "r" {
-		t.Errorf("the record after the commit is %v (%v); want COMPLETED with fence %d and the result", rec, err, lease.Fence)
+	if err != nil || rec.Status != store.StatusCompleted || rec.Fence != lease.Fence || string(rec.Result) != "r" || string(rec.Outbox) != "o" {
+		t.Errorf("the record after the commit is %v, result %q, outbox %q (%v); want COMPLETED with fence %d, the result and the outbox", rec, rec.Result, rec.Outbox, err, lease.Fence)
 	}
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), []byte("r")); err != nil {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour), Result: []byte("r"), Outbox: []byte("o")}); err != nil {
 		t.Errorf("a repeat of the recognised Commit returned %v; want nil", err)
 	}
 	if n := count(t, e, name); n != 1 {
@@ -90,7 +90,7 @@ func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Arm(pgserver.DropBeforeCommit)
-	err := tx.Commit(t.Context(), now.Add(time.Hour), nil)
+	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
 	if !errors.Is(err, store.ErrNotCommitted) {
 		t.Fatalf("Commit whose connection dropped before COMMIT returned %v; want ErrNotCommitted", err)
 	}
@@ -103,7 +103,7 @@ func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 	if rec, err := s.Read(t.Context(), id); err != nil || rec.Status != store.StatusProcessing || rec.Owner != lease.Owner {
 		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
 	}
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); !errors.Is(err, store.ErrNotCommitted) {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.Is(err, store.ErrNotCommitted) {
 		t.Errorf("a repeat of the Commit returned %v; want ErrNotCommitted again", err)
 	}
 	if err := s.Release(t.Context(), lease, now); err != nil {
@@ -114,7 +114,7 @@ func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
 	if err := e.Add(t.Context(), tx2, name, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx2.Commit(t.Context(), now.Add(time.Hour), nil); err != nil {
+	if err := tx2.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("the retry's Commit: %v", err)
 	}
 	if n := count(t, e, name); n != 1 {
@@ -139,7 +139,7 @@ func TestUnsettledCommitReadsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Arm(pgserver.LoseCommitAnswerAndCrash)
-	err := tx.Commit(t.Context(), now.Add(time.Hour), nil)
+	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotCommitted) || errors.Is(err, store.ErrLockLost) {
 		t.Fatalf("Commit whose answer was lost, the record unreadable, returned %v; want ErrUnavailable alone (the outcome unknown)", err)
 	}
@@ -150,7 +150,7 @@ func TestUnsettledCommitReadsAgain(t *testing.T) {
 		t.Fatalf("the commit applied the effect %d times; want 1 (the COMMIT reached the server)", n)
 	}
 	proxy.Recover()
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); err != nil {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
 		t.Errorf("the repeat of Commit, the database answering again, returned %v; want nil (the record shows its completion)", err)
 	}
 	if n := count(t, e, name); n != 1 {

@@ -52,18 +52,18 @@ func identifier(table string) pgx.Identifier {
 func (s *Store) Table() string { return s.name }
 
 // cols are the record's columns, in the order scan reads them.
-const cols = "status, owner, fence, lock_expires_at, expires_at, payload_hash, result"
+const cols = "status, owner, fence, lock_expires_at, expires_at, payload_hash, result, outbox"
 
 // row is a record as a query returns it; every field nil when there is
 // none (a LEFT JOIN that found no row).
 type row struct {
 	status, owner, hash *string
 	fence, lock, expire *int64
-	result              []byte
+	result, outbox      []byte
 }
 
 func (r *row) dest() []any {
-	return []any{&r.status, &r.owner, &r.fence, &r.lock, &r.expire, &r.hash, &r.result}
+	return []any{&r.status, &r.owner, &r.fence, &r.lock, &r.expire, &r.hash, &r.result, &r.outbox}
 }
 
 func (r *row) exists() bool { return r.status != nil }
@@ -72,7 +72,7 @@ func (r *row) exists() bool { return r.status != nil }
 // the protocol did not write (a status of its own, a lock without its
 // expiry): as far as it could be read, so that an operator still sees it.
 func (r *row) record(id string) (store.Record, error) {
-	rec := store.Record{ID: id, Result: r.result}
+	rec := store.Record{ID: id, Result: r.result, Outbox: r.outbox}
 	if r.status != nil {
 		rec.Status = store.Status(*r.status)
 	}
@@ -111,14 +111,14 @@ func (r *row) record(id string) (store.Record, error) {
 // snapshot): what a refusal reports, and what tells a record absent from
 // one refused.
 type queries struct {
-	acquire, renew, complete, release, read, settle, forget, locks, completeTx string
+	acquire, renew, complete, release, markSent, read, settle, forget, locks, completeTx string
 }
 
 func newQueries(t string) queries {
 	// found reads the record as of the statement's snapshot, beside
 	// whether the write (w, RETURNING 1) applied.
 	found := func(write string) string {
-		return "WITH w AS (" + write + " RETURNING 1) SELECT (SELECT count(*) FROM w), c.status, c.owner, c.fence, c.lock_expires_at, c.expires_at, c.payload_hash, c.result FROM (SELECT 1) AS one LEFT JOIN " + t + " AS c ON c.id = $1"
+		return "WITH w AS (" + write + " RETURNING 1) SELECT (SELECT count(*) FROM w), c.status, c.owner, c.fence, c.lock_expires_at, c.expires_at, c.payload_hash, c.result, c.outbox FROM (SELECT 1) AS one LEFT JOIN " + t + " AS c ON c.id = $1"
 	}
 	return queries{
 		// cur locks the record and reads its latest version (FOR UPDATE
@@ -129,21 +129,31 @@ func newQueries(t string) queries {
 		// now (ms), or a window ended before now (s). The fence is the
 		// record's plus one, or the seed's plus one for a new record (or
 		// one written before fencing, fence 0). ins.inserted tells a new
-		// row from a replaced one (xmax is 0 on a row inserted).
+		// row from a replaced one (xmax is 0 on a row inserted). The new
+		// lock carries neither the result nor the outbox of the record it
+		// replaces: those were its completion's.
 		acquire: `WITH cur AS (SELECT ` + cols + ` FROM ` + t + ` WHERE id = $1 FOR UPDATE),
 ins AS (
-  INSERT INTO ` + t + ` AS r (id, status, owner, fence, lock_expires_at, expires_at, payload_hash, result)
-  SELECT $1, 'PROCESSING', $2, $3::bigint + 1, $4, $5, $6, NULL FROM (SELECT count(*) FROM cur) AS forced
+  INSERT INTO ` + t + ` AS r (id, status, owner, fence, lock_expires_at, expires_at, payload_hash, result, outbox)
+  SELECT $1, 'PROCESSING', $2, $3::bigint + 1, $4, $5, $6, NULL, NULL FROM (SELECT count(*) FROM cur) AS forced
   ON CONFLICT (id) DO UPDATE SET status = 'PROCESSING', owner = $2,
     fence = CASE WHEN r.fence > 0 THEN r.fence + 1 ELSE $3::bigint + 1 END,
-    lock_expires_at = $4, expires_at = $5, payload_hash = $6, result = NULL
+    lock_expires_at = $4, expires_at = $5, payload_hash = $6, result = NULL, outbox = NULL
   WHERE r.status = 'RELEASED' OR (r.status = 'PROCESSING' AND r.lock_expires_at < $7) OR (r.status = 'COMPLETED' AND r.expires_at < $8)
   RETURNING r.fence, r.xmax::text = '0' AS inserted)
-SELECT ins.fence, ins.inserted, c.status, c.owner, c.fence, c.lock_expires_at, c.expires_at, c.payload_hash, c.result
+SELECT ins.fence, ins.inserted, c.status, c.owner, c.fence, c.lock_expires_at, c.expires_at, c.payload_hash, c.result, c.outbox
 FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur AS c ON true`,
-		renew:    found(`UPDATE ` + t + ` SET lock_expires_at = $3, expires_at = $4 WHERE id = $1 AND owner = $2 AND status = 'PROCESSING'`),
-		complete: found(`UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = $3, lock_expires_at = NULL, result = $4 WHERE id = $1 AND owner = $2`),
+		renew: found(`UPDATE ` + t + ` SET lock_expires_at = $3, expires_at = $4 WHERE id = $1 AND owner = $2 AND status = 'PROCESSING'`),
+		// The result and the outbox are written with the status, in the
+		// one statement: the outbox is there iff the completion is.
+		complete: found(`UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = $3, lock_expires_at = NULL, result = $4, outbox = $5 WHERE id = $1 AND owner = $2`),
 		release:  found(`UPDATE ` + t + ` SET status = 'RELEASED', lock_expires_at = 0, expires_at = $3 WHERE id = $1 AND owner = $2 AND status = 'PROCESSING'`),
+		// markSent removes the outbox of the completion the caller read
+		// (owner and fence), and no other: a later completion's messages
+		// are not sent yet. A row whose outbox is already gone is not
+		// written again (MarkSent tells it from a changed one by the
+		// snapshot).
+		markSent: found(`UPDATE ` + t + ` SET outbox = NULL WHERE id = $1 AND owner = $2 AND fence = $3 AND status = 'COMPLETED' AND outbox IS NOT NULL`),
 		forget:   found(`DELETE FROM ` + t + ` WHERE id = $1 AND owner = $2 AND status = 'COMPLETED'`),
 		// A record past its ExpiresAt is gone, as TTL would have deleted
 		// it (Sweep does, later): judged by the database's clock, in
@@ -152,13 +162,14 @@ FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur AS c ON true`,
 		// settle waits for a transaction still holding the record (a
 		// COMMIT in flight whose answer was lost) before it reads.
 		settle: `SELECT ` + cols + ` FROM ` + t + ` WHERE id = $1 FOR SHARE`,
-		locks: `SELECT a.n, l.id, l.status, l.owner, l.fence, l.lock_expires_at, l.expires_at, l.payload_hash, l.result
+		locks: `SELECT a.n, l.id, l.status, l.owner, l.fence, l.lock_expires_at, l.expires_at, l.payload_hash, l.result, l.outbox
 FROM (SELECT count(*) AS n FROM ` + t + `) AS a
 LEFT JOIN (SELECT id, ` + cols + ` FROM ` + t + ` WHERE status = 'PROCESSING' AND starts_with(id, $1) AND expires_at >= floor(extract(epoch FROM clock_timestamp()))) AS l ON true
 ORDER BY l.lock_expires_at, l.id`,
 		// The transaction's completion: the lease's own PROCESSING lock,
-		// owner and fence, or nothing.
-		completeTx: `UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = $4, lock_expires_at = NULL, result = $5 WHERE id = $1 AND owner = $2 AND fence = $3 AND status = 'PROCESSING'`,
+		// owner and fence, or nothing; its outbox commits with the work's
+		// writes or not at all.
+		completeTx: `UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = $4, lock_expires_at = NULL, result = $5, outbox = $6 WHERE id = $1 AND owner = $2 AND fence = $3 AND status = 'PROCESSING'`,
 	}
 }
 
@@ -242,9 +253,10 @@ func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Tim
 	return lease, nil
 }
 
-// Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
-	ok, cur, err := s.write(ctx, "complete", s.q.complete, lease.ID, lease.Owner, until.Unix(), result)
+// Complete implements store.Store: one UPDATE writes the status, the
+// window, the result and the outbox.
+func (s *Store) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
+	ok, cur, err := s.write(ctx, "complete", s.q.complete, lease.ID, lease.Owner, c.Until.Unix(), c.Result, c.Outbox)
 	if err != nil {
 		return err
 	}
@@ -274,6 +286,32 @@ func (s *Store) Release(ctx context.Context, lease store.Lease, now time.Time) e
 		return lost("release", lease.ID, cur)
 	}
 	return s.raced("release", lease.ID)
+}
+
+// MarkSent implements store.Store: one UPDATE, conditioned on the
+// completion rec was read as (COMPLETED, rec.Owner, rec.Fence), sets the
+// outbox NULL and keeps the rest of the record.
+func (s *Store) MarkSent(ctx context.Context, rec store.Record) error {
+	for range raceAttempts {
+		ok, cur, err := s.write(ctx, "mark sent", s.q.markSent, rec.ID, rec.Owner, rec.Fence)
+		switch {
+		case err != nil:
+			return err
+		case ok, !cur.exists():
+			return nil
+		case *cur.status == string(store.StatusCompleted) && *cur.owner == rec.Owner && *cur.fence == rec.Fence:
+			if cur.outbox == nil {
+				// Marked already: a repeat, or another delivery's.
+				return nil
+			}
+			// The snapshot saw the outbox, the write found the row
+			// changed: read again what it became.
+			continue
+		}
+		now, _ := cur.record(rec.ID)
+		return &store.StoreError{Op: "mark sent", ID: rec.ID, Err: fmt.Errorf("%w: the record is %s, not the completion %s", store.ErrRecordChanged, now, rec)}
+	}
+	return s.raced("mark sent", rec.ID)
 }
 
 // Read implements store.Store.

@@ -41,7 +41,8 @@ func TestCreateTableTwiceAndCheck(t *testing.T) {
 // TestCheckSaysWhatIsWrong: a missing table, a column missing or of
 // another type, another primary key, a NOT NULL column the store does not
 // write: ErrMisconfigured naming the problem, with the DDL; a server that
-// does not answer: ErrUnavailable.
+// does not answer: ErrUnavailable. (A table that lacks the outbox column
+// alone, an earlier version's: TestMigrateTableWithoutOutbox.)
 func TestCheckSaysWhatIsWrong(t *testing.T) {
 	pool := newPool(t, "")
 	for _, c := range []struct {
@@ -49,9 +50,13 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 	}{
 		{"check_missing", "", "does not exist"},
 		{"check_no_result", `CREATE TABLE check_no_result (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '')`, "no column result (bytea)"},
-		{"check_int_fence", `CREATE TABLE check_int_fence (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence integer NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea)`, "column fence is integer, not bigint"},
-		{"check_pk", `CREATE TABLE check_pk (id text, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, PRIMARY KEY (id, owner))`, "the primary key is not (id)"},
-		{"check_extra", `CREATE TABLE check_extra (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, tenant text NOT NULL)`, "column tenant is NOT NULL without a default"},
+		{"check_int_fence", `CREATE TABLE check_int_fence (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence integer NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, outbox bytea)`, "column fence is integer, not bigint"},
+		{"check_pk", `CREATE TABLE check_pk (id text, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, outbox bytea, PRIMARY KEY (id, owner))`, "the primary key is not (id)"},
+		{"check_extra", `CREATE TABLE check_extra (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, outbox bytea, tenant text NOT NULL)`, "column tenant is NOT NULL without a default"},
+		{"check_outbox_text", `CREATE TABLE check_outbox_text (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence bigint NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea, outbox text)`, "column outbox is text, not bytea"},
+		// Without outbox and with another problem: not the table of an
+		// earlier version, so the whole DDL (which adds outbox too).
+		{"check_old_int_fence", `CREATE TABLE check_old_int_fence (id text PRIMARY KEY, status text NOT NULL, owner text NOT NULL, fence integer NOT NULL, lock_expires_at bigint, expires_at bigint NOT NULL, payload_hash text NOT NULL DEFAULT '', result bytea)`, "column fence is integer, not bigint; no column outbox (bytea)"},
 	} {
 		if c.ddl != "" {
 			if _, err := pool.Exec(t.Context(), `DROP TABLE IF EXISTS `+c.table); err != nil {
@@ -143,7 +148,7 @@ func TestSweep(t *testing.T) {
 	}
 	live := acquire(t, s, "p#live", "o", now)
 	done := acquire(t, s, "p#done", "o", now)
-	if err := s.Complete(ctx, done, now.Add(time.Minute), nil); err != nil {
+	if err := s.Complete(ctx, done, store.Completion{Until: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Read(ctx, "p#old-a"); !errors.Is(err, store.ErrNotFound) {
@@ -209,7 +214,7 @@ func TestTxOutsideSqsonce(t *testing.T) {
 	if err := ptx.Rollback(ctx); err != nil {
 		t.Errorf("the work's Rollback: %v; want nil, and nothing done", err)
 	}
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); err != nil {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("Commit after the work's own Commit and Rollback: %v", err)
 	}
 	if n := count(t, e, name); n != 1 {
@@ -239,7 +244,7 @@ func TestWorkStatementFailed(t *testing.T) {
 		t.Fatal("division by zero succeeded")
 	}
 	var ee *store.EffectError
-	if err := tx.Commit(t.Context(), now.Add(time.Hour), nil); !errors.As(err, &ee) {
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.As(err, &ee) {
 		t.Errorf("Commit after the work's statement failed returned %v; want a *store.EffectError", err)
 	}
 	if n := count(t, e, name); n != 0 {

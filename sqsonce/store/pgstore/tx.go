@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -292,9 +291,9 @@ func (t *transaction) Empty() bool {
 }
 
 // Commit implements store.Tx: in the work's transaction, the completion
-// (an UPDATE of the lease's own PROCESSING lock, owner and fence, that
-// must touch one row, else the transaction is rolled back: ErrLockLost),
-// then COMMIT. A COMMIT whose answer is lost is settled by reading the
+// (an UPDATE of the lease's own PROCESSING lock, owner and fence, writing
+// c's window, result and outbox, that must touch one row, else the
+// transaction is rolled back: ErrLockLost), then COMMIT. A COMMIT whose answer is lost is settled by reading the
 // record on the pool (waiting for a transaction that still holds it):
 // COMPLETED by this lease is nil, still this lease's lock is
 // store.ErrNotCommitted, anything else ErrLockLost; a read that fails
@@ -304,7 +303,7 @@ func (t *transaction) Empty() bool {
 // is a work whose own statement failed earlier (25P02: the transaction was
 // aborted); a serialization failure or deadlock (40001, 40P01) is
 // store.ErrNotCommitted.
-func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte) error {
+func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sealed = true
@@ -318,13 +317,13 @@ func (t *transaction) Commit(ctx context.Context, until time.Time, result []byte
 	}
 	if t.tx == nil {
 		// Nothing of the work's: the completion alone.
-		if err := t.s.Complete(ctx, t.lease, until, result); err != nil {
+		if err := t.s.Complete(ctx, t.lease, c); err != nil {
 			return err
 		}
 		t.state = txCommitted
 		return nil
 	}
-	tag, err := t.tx.Exec(ctx, t.s.q.completeTx, t.lease.ID, t.lease.Owner, t.lease.Fence, until.Unix(), result)
+	tag, err := t.tx.Exec(ctx, t.s.q.completeTx, t.lease.ID, t.lease.Owner, t.lease.Fence, c.Until.Unix(), c.Result, c.Outbox)
 	if err != nil {
 		// No COMMIT was sent: nothing is applied, whatever the error.
 		t.end(ctx)

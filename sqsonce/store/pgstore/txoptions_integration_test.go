@@ -56,7 +56,7 @@ func TestBeginTxOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx.Seal()
-	if err := tx.Commit(ctx, time.Now().Add(time.Hour), nil); err != nil {
+	if err := tx.Commit(ctx, store.Completion{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatalf("Commit under repeatable read with no renewal: %v", err)
 	}
 	if n := orders(t, pool, "txopts_orders")[id]; n != 1 {
@@ -93,7 +93,7 @@ func TestRepeatableReadAfterARenewalIsNotCommitted(t *testing.T) {
 				t.Fatal(err)
 			}
 			tx.Seal()
-			err = tx.Commit(ctx, time.Now().Add(time.Hour), nil)
+			err = tx.Commit(ctx, store.Completion{Until: time.Now().Add(time.Hour)})
 			if c.committed {
 				if err != nil {
 					t.Fatalf("Commit under %s after a renewal: %v; want committed", c.level, err)
@@ -159,7 +159,7 @@ func TestHeldTxAfterSealIsRefused(t *testing.T) {
 	if _, err := pgstore.Tx(ctx); !errors.Is(err, store.ErrTxEnded) {
 		t.Errorf("Tx after the seal: %v; want store.ErrTxEnded", err)
 	}
-	if err := tx.Commit(ctx, time.Now().Add(time.Hour), nil); err != nil {
+	if err := tx.Commit(ctx, store.Completion{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := orders(t, pool, "txseal_orders")[id]; n != 1 {

@@ -26,6 +26,11 @@ func TestErrorClasses(t *testing.T) {
 	if err := s.fail("acquire", "p#k", &pgconn.PgError{Code: "42P01"}); !strings.Contains(err.Error(), `CREATE TABLE IF NOT EXISTS "app"."records"`) {
 		t.Errorf("a missing table's error lacks the DDL: %v", err)
 	}
+	// A missing column is likeliest the outbox of a table an earlier
+	// version created: the error says how to add it.
+	if err := s.fail("acquire", "p#k", &pgconn.PgError{Code: "42703", Message: `column c.outbox does not exist`}); !strings.Contains(err.Error(), `ALTER TABLE "app"."records" ADD COLUMN IF NOT EXISTS outbox bytea`) {
+		t.Errorf("a missing column's error lacks the outbox's ALTER TABLE: %v", err)
+	}
 	for _, cause := range []error{&pgconn.PgError{Code: "57P01"}, &pgconn.PgError{Code: "40001"}, context.DeadlineExceeded, errors.New("dial tcp: connection refused")} {
 		err := s.fail("acquire", "p#k", cause)
 		if errors.Is(err, store.ErrMisconfigured) || !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, cause) {
@@ -35,13 +40,15 @@ func TestErrorClasses(t *testing.T) {
 }
 
 // TestTableDDLQuotes: the table name is quoted, a schema kept apart, and a
-// name that is not an identifier cannot break out of it.
+// name that is not an identifier cannot break out of it; the table has
+// the outbox column, and the DDL adds it to a table that lacks it.
 func TestTableDDLQuotes(t *testing.T) {
 	ddl := TableDDL(`x"; DROP TABLE y; --`)
 	if !strings.Contains(ddl, `CREATE TABLE IF NOT EXISTS "x""; DROP TABLE y; --" (`) {
 		t.Errorf("TableDDL of a hostile name:\n%s", ddl)
 	}
-	if ddl := TableDDL("app.records"); !strings.Contains(ddl, `"app"."records"`) || !strings.Contains(ddl, `CREATE INDEX IF NOT EXISTS "records_expires_at" ON "app"."records" (expires_at)`) {
+	if ddl := TableDDL("app.records"); !strings.Contains(ddl, `"app"."records"`) || !strings.Contains(ddl, `CREATE INDEX IF NOT EXISTS "records_expires_at" ON "app"."records" (expires_at)`) ||
+		!strings.Contains(ddl, "\n  outbox          bytea ") || !strings.Contains(ddl, "\nALTER TABLE \"app\".\"records\" ADD COLUMN IF NOT EXISTS outbox bytea;\n") {
 		t.Errorf("TableDDL of a schema-qualified name:\n%s", ddl)
 	}
 }

@@ -20,15 +20,19 @@
 // Options.KeyPrefix says otherwise), a hash with the fields status, owner,
 // fence, lockExpiresAt (epoch milliseconds), expiresAt (epoch seconds),
 // payloadHash and, on a completion that stored one, result (the bytes as
-// given). The id in braces is the hash tag: a record's two keys are in one
-// Redis Cluster slot, so one script may write both.
+// given) and outbox (the work's staged messages, the bytes as given, until
+// MarkSent removes the field; a record written before outboxes has none,
+// and reads as none). The id in braces is the hash tag: a record's two
+// keys are in one Redis Cluster slot, so one script may write both.
 //
 // The conditions are the DynamoDB store's, judged by the times the caller
 // passes, never the server's clock: Acquire writes when there is no record,
 // or it is RELEASED, or its lock expired before Now (milliseconds), or its
 // window ended before Now (seconds); Renew and Release need the owner's
-// PROCESSING record, Complete the owner's record; Forget deletes only the
-// owner's COMPLETED record. A repeat of an applied write is recognised by
+// PROCESSING record, Complete the owner's record (and writes the outbox
+// in the same script as the status); MarkSent removes only the outbox of
+// the COMPLETED record of the owner and fence read; Forget deletes only
+// the owner's COMPLETED record. A repeat of an applied write is recognised by
 // the owner token, as the DynamoDB store recognises it.
 //
 // Expiry is the server's (PEXPIREAT), the one place its clock counts: a

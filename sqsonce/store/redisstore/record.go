@@ -24,6 +24,11 @@ func parseRecord(id string, h map[string]string) (store.Record, error) {
 		// not nil.
 		rec.Result = []byte(v)
 	}
+	if v, ok := h[fieldOutbox]; ok {
+		// As the result. A record written before outboxes has no field,
+		// and reads as none.
+		rec.Outbox = []byte(v)
+	}
 	bad := func(format string, args ...any) (store.Record, error) {
 		return rec, &store.RecordError{ID: id, Problem: fmt.Sprintf(format, args...)}
 	}

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +72,7 @@ func TestKeysAndExpiries(t *testing.T) {
 	}
 
 	until := now.Add(48*time.Hour + 700*time.Millisecond)
-	if err := s.Complete(ctx, lease, until, []byte("r")); err != nil {
+	if err := s.Complete(ctx, lease, store.Completion{Until: until, Result: []byte("r")}); err != nil {
 		t.Fatal(err)
 	}
 	windowEnd := (until.Unix() + 1) * 1000
@@ -174,7 +176,7 @@ func TestResultIsBinarySafe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, lease, now.Add(time.Minute), tc.result); err != nil {
+		if err := s.Complete(ctx, lease, store.Completion{Until: now.Add(time.Minute), Result: tc.result}); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := s.Read(ctx, id)
@@ -190,6 +192,107 @@ func TestResultIsBinarySafe(t *testing.T) {
 			t.Errorf("%s: the refusal is %v; want a HeldError carrying %q", tc.name, err, tc.result)
 		}
 	}
+}
+
+// TestOutbox: the outbox is a field of its own beside the result: binary
+// safe, an empty one kept apart from none, read back by Read and by a
+// refusal, and as large as store.MaxResultSize leaves beside the result.
+// MarkSent removes that field and nothing else (the result, the other
+// fields and both keys' expiries stay). A completion written by the
+// version before outboxes (no outbox field) reads as Outbox nil, and
+// MarkSent of it is a success that writes nothing.
+func TestOutbox(t *testing.T) {
+	t.Parallel()
+	srv := redisserver.Start(t)
+	s, c := newStore(t, srv.Addr, redisstore.Options{})
+	ctx := t.Context()
+	now := base()
+	binary := []byte{0, 0xff, 0xfe, '\r', '\n', '$', '*', 0, 'x'}
+	half := store.MaxResultSize / 2
+	for _, tc := range []struct {
+		name           string
+		result, outbox []byte
+	}{
+		{"binary", []byte("r"), binary},
+		{"empty", nil, []byte{}},
+		{"none", []byte("r"), nil},
+		{"largest", bytes.Repeat([]byte("r"), half), bytes.Repeat([]byte("o"), store.MaxResultSize-half)},
+	} {
+		id := "orders#outbox-" + tc.name
+		key := "sqsonce:{" + id + "}"
+		lease, err := s.Acquire(ctx, req(id, "a", now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, lease, store.Completion{Until: now.Add(time.Minute), Result: tc.result, Outbox: tc.outbox}); err != nil {
+			t.Fatalf("%s: Complete: %v", tc.name, err)
+		}
+		rec, err := s.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBytes(rec.Outbox, tc.outbox) || !sameBytes(rec.Result, tc.result) {
+			t.Errorf("%s: Read returns Outbox of %d bytes (nil %v), Result of %d (nil %v); want %d (nil %v) and %d (nil %v)", tc.name,
+				len(rec.Outbox), rec.Outbox == nil, len(rec.Result), rec.Result == nil, len(tc.outbox), tc.outbox == nil, len(tc.result), tc.result == nil)
+		}
+		_, err = s.Acquire(ctx, req(id, "b", now))
+		var held *store.HeldError
+		if !errors.As(err, &held) || !sameBytes(held.Record.Outbox, tc.outbox) {
+			t.Errorf("%s: the refusal is %v; want a HeldError carrying the outbox", tc.name, err)
+		}
+
+		fields := c.HGetAll(ctx, key).Val()
+		recExp, fenceExp := pexpiretime(t, c, key), pexpiretime(t, c, key+":fence")
+		if err := s.MarkSent(ctx, rec); err != nil {
+			t.Fatalf("%s: MarkSent of the completion as read: %v", tc.name, err)
+		}
+		delete(fields, "outbox")
+		if got := c.HGetAll(ctx, key).Val(); !maps.Equal(got, fields) {
+			t.Errorf("%s: MarkSent left the fields %v; want %v: only the outbox removed", tc.name, fieldNames(got), fieldNames(fields))
+		}
+		if got, got2 := pexpiretime(t, c, key), pexpiretime(t, c, key+":fence"); got != recExp || got2 != fenceExp {
+			t.Errorf("%s: MarkSent moved the expiries from %d and %d ms to %d and %d; want them kept", tc.name, recExp, fenceExp, got, got2)
+		}
+	}
+
+	// A completion as the version before outboxes wrote it.
+	id := "orders#outbox-old"
+	key := "sqsonce:{" + id + "}"
+	if err := c.HSet(ctx, key, "status", "COMPLETED", "owner", "a", "fence", 42, "expiresAt", now.Add(time.Minute).Unix(), "payloadHash", "h", "result", "r").Err(); err != nil {
+		t.Fatal(err)
+	}
+	stored := c.HGetAll(ctx, key).Val()
+	rec, err := s.Read(ctx, id)
+	if err != nil || rec.Outbox != nil || string(rec.Result) != "r" || rec.Fence != 42 {
+		t.Fatalf("Read of a completion without an outbox field returned %s, Outbox %q (nil %v), Result %q, %v; want fence 42, no outbox, result %q", rec, rec.Outbox, rec.Outbox == nil, rec.Result, err, "r")
+	}
+	_, err = s.Acquire(ctx, req(id, "b", now))
+	var held *store.HeldError
+	if !errors.As(err, &held) || held.Record.Outbox != nil {
+		t.Errorf("Acquire of a completion without an outbox field returned %v; want a HeldError with no outbox", err)
+	}
+	if err := s.MarkSent(ctx, rec); err != nil {
+		t.Errorf("MarkSent of a completion without an outbox field returned %v; want nil (nothing is pending)", err)
+	}
+	if got := c.HGetAll(ctx, key).Val(); !maps.Equal(got, stored) {
+		t.Errorf("MarkSent of a completion without an outbox changed the hash from %v to %v", stored, got)
+	}
+	// The fence is compared whole: a record read with another fence is
+	// not the completion there now.
+	other := rec
+	other.Fence = 4
+	if err := s.MarkSent(ctx, other); !errors.Is(err, store.ErrRecordChanged) {
+		t.Errorf("MarkSent of the completion with fence 4, the record's fence 42, returned %v; want ErrRecordChanged", err)
+	}
+}
+
+// sameBytes is bytes.Equal that also tells none (nil) from empty.
+func sameBytes(a, b []byte) bool { return bytes.Equal(a, b) && (a == nil) == (b == nil) }
+
+// fieldNames are a hash's field names, sorted: what a failure shows of a
+// hash whose values may be large.
+func fieldNames(h map[string]string) []string {
+	return slices.Sorted(maps.Keys(h))
 }
 
 // TestForeignRecords: a hash the protocol did not write is a
@@ -229,6 +332,11 @@ func TestForeignRecords(t *testing.T) {
 		if err := s.Release(ctx, store.Lease{ID: id, Owner: "y"}, now); !errors.As(err, &re) {
 			t.Errorf("%s: Release returned %v; want a *store.RecordError", tc.name, err)
 		}
+		// MarkSent of a completion read earlier under the id: the hash is
+		// not it, and keeps every field.
+		if err := s.MarkSent(ctx, store.Record{ID: id, Status: store.StatusCompleted, Owner: "x", Fence: 7}); !errors.As(err, &re) {
+			t.Errorf("%s: MarkSent returned %v; want a *store.RecordError", tc.name, err)
+		}
 		if got := c.HGetAll(ctx, key).Val(); len(got) != len(stored) {
 			t.Errorf("%s: the hash changed from %v to %v", tc.name, stored, got)
 		}
@@ -241,7 +349,10 @@ func TestForeignRecords(t *testing.T) {
 	calls := map[string]func() error{
 		"Acquire":  func() error { _, err := s.Acquire(ctx, req(id, "a", now)); return err },
 		"Read":     func() error { _, err := s.Read(ctx, id); return err },
-		"Complete": func() error { return s.Complete(ctx, store.Lease{ID: id, Owner: "a"}, now, nil) },
+		"Complete": func() error { return s.Complete(ctx, store.Lease{ID: id, Owner: "a"}, store.Completion{Until: now}) },
+		"MarkSent": func() error {
+			return s.MarkSent(ctx, store.Record{ID: id, Status: store.StatusCompleted, Owner: "a", Fence: 1})
+		},
 	}
 	for name, call := range calls {
 		err := call()
@@ -273,7 +384,7 @@ func TestUnreachable(t *testing.T) {
 // TestLostAnswersAreRecognised: a write the server applied whose answer the
 // connection lost is retried (by the client) and recognised as the
 // caller's own: Acquire returns its lease with the fence it took, not
-// "in progress"; Complete, Renew and Release succeed again.
+// "in progress"; Complete, Renew, MarkSent and Release succeed again.
 func TestLostAnswersAreRecognised(t *testing.T) {
 	t.Parallel()
 	srv := redisserver.Start(t)
@@ -310,11 +421,19 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 		t.Errorf("Renew whose answer was lost returned %v (lost %d); want success", err, proxy.Lost())
 	}
 	proxy.LoseAnswer([]byte("EVALSHA"))
-	if err := s.Complete(ctx, lease, now.Add(time.Minute), []byte("done")); err != nil || proxy.Lost() != 3 {
+	if err := s.Complete(ctx, lease, store.Completion{Until: now.Add(time.Minute), Result: []byte("done"), Outbox: []byte("msgs")}); err != nil || proxy.Lost() != 3 {
 		t.Errorf("Complete whose answer was lost returned %v (lost %d); want success: the work ran and is recorded", err, proxy.Lost())
 	}
-	if rec, _ := direct.Read(ctx, id); rec.Status != store.StatusCompleted || string(rec.Result) != "done" {
-		t.Errorf("after Complete the record is %s with result %q; want COMPLETED with %q", rec, rec.Result, "done")
+	done, _ := direct.Read(ctx, id)
+	if done.Status != store.StatusCompleted || string(done.Result) != "done" || string(done.Outbox) != "msgs" {
+		t.Errorf("after Complete the record is %s with result %q, outbox %q; want COMPLETED with %q, %q", done, done.Result, done.Outbox, "done", "msgs")
+	}
+	proxy.LoseAnswer([]byte("EVALSHA"))
+	if err := s.MarkSent(ctx, done); err != nil || proxy.Lost() != 4 {
+		t.Errorf("MarkSent whose answer was lost returned %v (lost %d); want success: the outbox is removed, and the retry finds it so", err, proxy.Lost())
+	}
+	if rec, _ := direct.Read(ctx, id); rec.Outbox != nil || string(rec.Result) != "done" {
+		t.Errorf("after MarkSent the record has outbox %q, result %q; want none and %q", rec.Outbox, rec.Result, "done")
 	}
 
 	id2 := "orders#lost-release"
@@ -323,7 +442,7 @@ func TestLostAnswersAreRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.LoseAnswer([]byte("EVALSHA"))
-	if err := s.Release(ctx, l2, now); err != nil || proxy.Lost() != 4 {
+	if err := s.Release(ctx, l2, now); err != nil || proxy.Lost() != 5 {
 		t.Errorf("Release whose answer was lost returned %v (lost %d); want success", err, proxy.Lost())
 	}
 }
@@ -369,7 +488,7 @@ func TestWaitReplicas(t *testing.T) {
 	if lease.Fence != store.FenceSeed(now)+1 {
 		t.Errorf("the acquisition retried until a replica acknowledged it has fence %d; want %d (one acquisition)", lease.Fence, store.FenceSeed(now)+1)
 	}
-	if err := s.Complete(ctx, lease, now.Add(time.Minute), nil); err != nil {
+	if err := s.Complete(ctx, lease, store.Completion{Until: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if st := rc.HGet(ctx, "sqsonce:{orders#wait}", "status").Val(); st != "COMPLETED" {

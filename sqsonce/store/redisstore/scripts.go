@@ -13,6 +13,7 @@ const (
 	fieldExpiresAt     = "expiresAt"     // epoch seconds
 	fieldPayloadHash   = "payloadHash"
 	fieldResult        = "result" // bytes, absent when the completion stored none
+	fieldOutbox        = "outbox" // bytes, absent when the completion stored none or MarkSent removed it
 )
 
 // Every script takes KEYS[1], the record's hash, and KEYS[2], the fence
@@ -94,8 +95,8 @@ local counter = tonumber(redis.call('GET', KEYS[2]))
 if counter ~= nil and counter > last then last = counter end
 local fence = last + 1
 
--- A new lock starts from nothing: no result, no hash of the record it
--- replaces.
+-- A new lock starts from nothing: no result, no outbox (its messages would
+-- be sent again as the new holder's), no hash of the record it replaces.
 redis.call('DEL', rec)
 redis.call('HSET', rec, 'status', 'PROCESSING', 'owner', owner, 'fence', string.format('%d', fence),
   'lockExpiresAt', ARGV[5], 'expiresAt', ARGV[6], 'payloadHash', hash)
@@ -120,8 +121,11 @@ return {'ok'}
 `)
 
 // completeScript: ARGV owner, untilSec, recordExpireMs, fenceExpireMs,
-// hasResult ("1" or "0"), result. Condition: the owner's record, whatever
-// its status, as the DynamoDB store's (a repeat passes it again).
+// hasResult ("1" or "0"), result, hasOutbox ("1" or "0"), outbox.
+// Condition: the owner's record, whatever its status, as the DynamoDB
+// store's (a repeat passes it again). The outbox is written by this same
+// script, with the status: a completion is never seen without the
+// messages its work staged.
 var completeScript = redis.NewScript(keepFence + `
 local rec, fkey = KEYS[1], KEYS[2]
 local f = redis.call('HMGET', rec, 'owner', 'fence')
@@ -135,8 +139,30 @@ if ARGV[5] == '1' then
 else
   redis.call('HDEL', rec, 'result')
 end
+if ARGV[7] == '1' then
+  redis.call('HSET', rec, 'outbox', ARGV[8])
+else
+  redis.call('HDEL', rec, 'outbox')
+end
 redis.call('PEXPIREAT', rec, ARGV[3])
 keepFence(fkey, tonumber(f[2]), tonumber(ARGV[4]))
+return {'ok'}
+`)
+
+// markSentScript: ARGV owner, fence. Removes the outbox of the completion
+// the caller read: COMPLETED, its owner and its fence (compared as the
+// decimal strings both sides write, exactly). Everything else, the result
+// and the expiries included, stays. No record is a success (nothing is
+// left to send); so is the same completion without an outbox (a repeat,
+// or another delivery marked it), by the same HDEL of nothing.
+var markSentScript = redis.NewScript(`
+local rec = KEYS[1]
+if redis.call('EXISTS', rec) == 0 then return {'ok'} end
+local f = redis.call('HMGET', rec, 'status', 'owner', 'fence')
+if f[1] ~= 'COMPLETED' or f[2] ~= ARGV[1] or f[3] ~= ARGV[2] then
+  return {'refused', redis.call('HGETALL', rec)}
+end
+redis.call('HDEL', rec, 'outbox')
 return {'ok'}
 `)
 
@@ -173,4 +199,4 @@ return {'ok'}
 `)
 
 // scripts are all of them, for Check, which loads them.
-var scripts = []*redis.Script{acquireScript, renewScript, completeScript, releaseScript, forgetScript}
+var scripts = []*redis.Script{acquireScript, renewScript, completeScript, markSentScript, releaseScript, forgetScript}

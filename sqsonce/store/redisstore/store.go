@@ -155,24 +155,54 @@ func (s *Store) Renew(ctx context.Context, lease store.Lease, lockUntil time.Tim
 
 // Complete implements store.Store. The record's key expires when the
 // window's last second ends: Acquire refuses up to and including
-// ExpiresAt, in whole seconds.
-func (s *Store) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+// ExpiresAt, in whole seconds. The result and the outbox are written by
+// the script that completes, each as a field of its own (none: no field).
+func (s *Store) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
 	keys, err := s.keys("complete", lease.ID)
 	if err != nil {
 		return err
 	}
-	expireMs := (until.Unix() + 1) * 1000
-	has := "0"
-	if result != nil {
-		has = "1"
-	}
+	expireMs := (c.Until.Unix() + 1) * 1000
+	hasResult, hasOutbox := present(c.Result), present(c.Outbox)
 	ans, err := s.run(ctx, "complete", lease.ID, completeScript, keys,
-		lease.Owner, until.Unix(), expireMs, fenceExpiry(expireMs), has, result)
+		lease.Owner, c.Until.Unix(), expireMs, fenceExpiry(expireMs), hasResult, c.Result, hasOutbox, c.Outbox)
 	if err != nil {
 		return err
 	}
 	if ans.refused {
 		return s.lost("complete", lease, ans.record)
+	}
+	return nil
+}
+
+// present is the script's flag for a byte field: "1" to write it (empty
+// included), "0" to remove it. A nil slice goes over the wire as an empty
+// string, as an empty one does, so the flag is what keeps none apart from
+// empty.
+func present(b []byte) string {
+	if b == nil {
+		return "0"
+	}
+	return "1"
+}
+
+// MarkSent implements store.Store. A refusal by a record the protocol did
+// not write is its *store.RecordError, as from the DynamoDB store.
+func (s *Store) MarkSent(ctx context.Context, rec store.Record) error {
+	keys, err := s.keys("mark sent", rec.ID)
+	if err != nil {
+		return err
+	}
+	ans, err := s.run(ctx, "mark sent", rec.ID, markSentScript, keys, rec.Owner, rec.Fence)
+	if err != nil {
+		return err
+	}
+	if ans.refused {
+		now, err := parseRecord(rec.ID, ans.record)
+		if err != nil {
+			return err
+		}
+		return &store.StoreError{Op: "mark sent", ID: rec.ID, Err: fmt.Errorf("%w: the record is %s, not the completion %s", store.ErrRecordChanged, now, rec)}
 	}
 	return nil
 }

@@ -84,6 +84,11 @@ var mutants = []mutation{
 	{"result-aliased", "Complete keeps the caller's slice, not a copy", []string{"Result"}},
 	{"refusal-without-result", "a refusal by a completion carries no result", []string{"Result"}},
 	{"takeover-keeps-result", "an acquisition after the window keeps the old result", []string{"Result"}},
+	{"outbox-not-stored", "Complete drops the outbox", []string{"Outbox"}},
+	{"takeover-keeps-outbox", "an acquisition after the window keeps the old outbox", []string{"Outbox"}},
+	{"mark-sent-unconditional", "MarkSent removes the outbox of whatever record is there", []string{"Outbox"}},
+	{"mark-sent-drops-result", "MarkSent removes the result with the outbox", []string{"Outbox"}},
+	{"mark-sent-without-fence", "MarkSent's condition is owner and COMPLETED, not the fence", []string{"Outbox"}},
 
 	// TestTransactions' rules.
 	{"empty-always", "a transaction is Empty whatever was added (the lock would complete without the writes)", []string{"EmptyUntilAdded"}},
@@ -98,6 +103,8 @@ var mutants = []mutation{
 	{"commit-drops-result", "Commit stores no result", []string{"ResultAndWindow"}},
 	{"commit-window-rounded-up", "Commit keeps the window's end rounded up to the second", []string{"ResultAndWindow"}},
 	{"sealed-takes-writes", "a write after Seal (the work returned) is taken with a nil error and never committed", []string{"SealedTakesNothing"}},
+	{"commit-drops-outbox", "Commit stores no outbox", []string{"OutboxWithCommit"}},
+	{"refused-commit-keeps-outbox", "a Commit refused by a write's condition stores its outbox on the lock", []string{"OutboxWithCommit"}},
 }
 
 // TestMutantChild runs the suite on the mutant mutantEnv names; it is the
@@ -365,8 +372,36 @@ func (m *mutant) Acquire(ctx context.Context, req store.AcquireRequest) (store.L
 		if exists && old.Result != nil {
 			m.update(req.ID, func(r *store.Record) { r.Result = old.Result })
 		}
+	case "takeover-keeps-outbox":
+		if exists && old.Outbox != nil {
+			m.update(req.ID, func(r *store.Record) { r.Outbox = old.Outbox })
+		}
 	}
 	return lease, nil
+}
+
+// MarkSent implements store.Store, with the mutant's bug.
+func (m *mutant) MarkSent(ctx context.Context, rec store.Record) error {
+	if err := m.cancelled(ctx); err != nil {
+		return err
+	}
+	switch m.name {
+	case "mark-sent-unconditional":
+		m.update(rec.ID, func(r *store.Record) { r.Outbox = nil })
+		return nil
+	case "mark-sent-without-fence":
+		if now, ok := m.raw(rec.ID); ok && now.Status == store.StatusCompleted && now.Owner == rec.Owner {
+			m.update(rec.ID, func(r *store.Record) { r.Outbox = nil })
+			return nil
+		}
+	case "mark-sent-drops-result":
+		if err := m.Store.MarkSent(m.ctx(ctx), rec); err != nil {
+			return err
+		}
+		m.update(rec.ID, func(r *store.Record) { r.Result = nil })
+		return nil
+	}
+	return m.Store.MarkSent(m.ctx(ctx), rec)
 }
 
 // acquireNonAtomic checks the record, then writes the lock without a
@@ -423,7 +458,8 @@ func (m *mutant) Renew(ctx context.Context, lease store.Lease, lockUntil time.Ti
 	return m.Store.Renew(m.ctx(ctx), lease, lockUntil)
 }
 
-func (m *mutant) Complete(ctx context.Context, lease store.Lease, until time.Time, result []byte) error {
+func (m *mutant) Complete(ctx context.Context, lease store.Lease, c store.Completion) error {
+	until, result := c.Until, c.Result
 	if err := m.cancelled(ctx); err != nil {
 		return err
 	}
@@ -445,7 +481,11 @@ func (m *mutant) Complete(ctx context.Context, lease store.Lease, until time.Tim
 	if m.name == "result-not-stored" {
 		stored = nil
 	}
-	if err := m.Store.Complete(m.ctx(ctx), lease, until, stored); err != nil {
+	if m.name == "outbox-not-stored" {
+		c.Outbox = nil
+	}
+	c.Result = stored
+	if err := m.Store.Complete(m.ctx(ctx), lease, c); err != nil {
 		return err
 	}
 	if m.name == "result-aliased" {
@@ -658,17 +698,18 @@ func (t *mutantTx) Empty() bool {
 	return t.Tx.Empty()
 }
 
-func (t *mutantTx) Commit(ctx context.Context, until time.Time, result []byte) error {
+func (t *mutantTx) Commit(ctx context.Context, c store.Completion) error {
 	if err := t.m.cancelled(ctx); err != nil {
 		return err
 	}
+	until := c.Until
 	rec, exists := t.m.raw(t.lease.ID)
 	t.mu.Lock()
 	repeat := t.applied
 	t.mu.Unlock()
 	switch t.m.name {
 	case "commit-ignores-lost-lock":
-		err := t.Tx.Commit(ctx, until, result)
+		err := t.Tx.Commit(ctx, c)
 		if errors.Is(err, store.ErrLockLost) {
 			t.m.applyOutside(t.added()...)
 		}
@@ -684,7 +725,7 @@ func (t *mutantTx) Commit(ctx context.Context, until time.Time, result []byte) e
 					return err
 				}
 			}
-			return other.Commit(ctx, until, result)
+			return other.Commit(ctx, c)
 		}
 	case "commit-repeat-applies-again":
 		if repeat {
@@ -695,18 +736,27 @@ func (t *mutantTx) Commit(ctx context.Context, until time.Time, result []byte) e
 			return lockLost("commit")
 		}
 	case "effect-error-completes":
-		err := t.Tx.Commit(ctx, until, result)
+		err := t.Tx.Commit(ctx, c)
 		var refused *store.EffectError
 		if errors.As(err, &refused) {
-			if cerr := t.m.Store.Complete(ctx, t.lease, until, result); cerr != nil {
+			if cerr := t.m.Store.Complete(ctx, t.lease, c); cerr != nil {
 				return cerr
 			}
 		}
 		return err
 	case "commit-drops-result":
-		result = nil
+		c.Result = nil
+	case "commit-drops-outbox":
+		c.Outbox = nil
+	case "refused-commit-keeps-outbox":
+		err := t.Tx.Commit(ctx, c)
+		var refused *store.EffectError
+		if errors.As(err, &refused) {
+			t.m.update(t.lease.ID, func(r *store.Record) { r.Outbox = c.Outbox })
+		}
+		return err
 	}
-	if err := t.Tx.Commit(ctx, until, result); err != nil {
+	if err := t.Tx.Commit(ctx, c); err != nil {
 		return err
 	}
 	t.mu.Lock()

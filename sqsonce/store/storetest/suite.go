@@ -149,6 +149,7 @@ var rules = []rule{
 	{"Locks", "Locks lists the prefix's locks and nothing else", ruleLocks},
 	{"CancelledContext", "a cancelled context writes nothing", ruleCancelledContext},
 	{"Result", "Complete stores the result, a refusal carries it, and a new lock drops it", ruleResult},
+	{"Outbox", "Complete stores the outbox, a refusal carries it, only MarkSent of that completion removes it, and a new lock drops it", ruleOutbox},
 }
 
 // Lock lengths and windows the rules use. Any would do; these keep every
@@ -355,7 +356,7 @@ func ruleRenew(c *conf) {
 	// would change a window or revive a lock someone else may take.
 	id3 := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, done, store.Completion{Until: c.at(windowFor)}), "Complete")
 	completed := c.read(id3, "Complete")
 	c.wantLost(c.renewErr(done, c.at(time.Hour)), "Renew of the owner's own COMPLETED record")
 	c.wantUnchanged(id3, completed, "Renew of a COMPLETED record")
@@ -376,7 +377,7 @@ func ruleComplete(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "hash-a", c.base, c.at(lockFor)))
 	until := c.midSecond(windowFor + time.Second)
-	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
+	if err := c.s.Complete(c.ctx, lease, store.Completion{Until: until}); err != nil {
 		c.fatalf("the owner's Complete of its live lock failed: %v", err)
 	}
 	rec := c.read(id, "Complete")
@@ -385,7 +386,7 @@ func ruleComplete(c *conf) {
 	if !sameRecord(rec, want) {
 		c.errorf("after Complete the record is %s; want %s: COMPLETED, owner, fence and payload hash kept, ExpiresAt the window's end in whole seconds (until.Unix())", showRecord(rec), showRecord(want))
 	}
-	if err := c.s.Complete(c.ctx, lease, until, nil); err != nil {
+	if err := c.s.Complete(c.ctx, lease, store.Completion{Until: until}); err != nil {
 		c.errorf("a repeat of an applied Complete failed: %v; it must succeed again (its answer may have been lost, and the work did run)", err)
 	}
 	c.wantUnchanged(id, rec, "a repeat of an applied Complete")
@@ -395,17 +396,17 @@ func ruleComplete(c *conf) {
 	now := c.at(lockFor + time.Millisecond)
 	c.mustAcquire("owner b's takeover of the expired lock", c.req(id2, b, "", now, now.Add(lockFor)))
 	taken := c.read(id2, "the takeover")
-	c.wantLost(c.s.Complete(c.ctx, old, c.at(windowFor), nil), "Complete by the holder whose lock was taken over")
+	c.wantLost(c.s.Complete(c.ctx, old, store.Completion{Until: c.at(windowFor)}), "Complete by the holder whose lock was taken over")
 	c.wantUnchanged(id2, taken, "the old holder's Complete after a takeover (the new holder's lock must stay)")
 
 	id3 := c.id("other")
 	c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
 	live := c.read(id3, "owner a's Acquire")
-	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id3, Owner: b, Fence: live.Fence}, c.at(windowFor), nil), "Complete with another owner's lease")
+	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id3, Owner: b, Fence: live.Fence}, store.Completion{Until: c.at(windowFor)}), "Complete with another owner's lease")
 	c.wantUnchanged(id3, live, "a Complete with another owner's lease")
 
 	id4 := c.id("absent")
-	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id4, Owner: a, Fence: 1}, c.at(windowFor), nil), "Complete of a record that does not exist")
+	c.wantLost(c.s.Complete(c.ctx, store.Lease{ID: id4, Owner: a, Fence: 1}, store.Completion{Until: c.at(windowFor)}), "Complete of a record that does not exist")
 	c.wantGone(id4, "a Complete of a record that does not exist (it must not create one)")
 }
 
@@ -413,7 +414,7 @@ func ruleDedupeWindow(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
 	until := c.at(windowFor + 700*time.Millisecond)
-	c.must(c.s.Complete(c.ctx, lease, until, nil), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: until}), "Complete")
 	done := c.read(id, "Complete")
 	end := time.Unix(until.Unix(), 0)
 	for _, try := range []struct {
@@ -495,7 +496,7 @@ func ruleRelease(c *conf) {
 	// Releasing a completion would let its duplicates run again.
 	id3 := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, done, store.Completion{Until: c.at(windowFor)}), "Complete")
 	completed := c.read(id3, "Complete")
 	c.wantLost(c.s.Release(c.ctx, done, c.base), "Release of the owner's own COMPLETED record")
 	c.wantUnchanged(id3, completed, "a Release of a COMPLETED record")
@@ -576,13 +577,13 @@ func ruleFenceGrows(c *conf) {
 	}
 	expired := c.read(id, "the first Acquire").LockExpiresAt
 	took := step("Acquire after the lock expired", "b", expired.Add(time.Millisecond), true, true)
-	c.must(c.s.Complete(c.ctx, took, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, took, store.Completion{Until: c.at(windowFor)}), "Complete")
 	end := c.read(id, "Complete").ExpiresAt
 	now := end.Add(time.Second)
 	after := step("Acquire after the window ended", "c", now, true, true)
 	c.must(c.s.Release(c.ctx, after, now), "Release")
 	last := step("Acquire after a release", "d", now, true, false)
-	c.must(c.s.Complete(c.ctx, last, now.Add(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, last, store.Completion{Until: now.Add(windowFor)}), "Complete")
 	if c.admin == nil {
 		c.t.Log("the fence after a deletion is not checked: the store has no store.Admin, so nothing deletes its record")
 		return
@@ -611,7 +612,7 @@ func rulePayload(c *conf) {
 	if h := c.wantHeld(err, "owner b's Acquire with another payload hash, of a live lock"); h != nil && h.Record.PayloadHash != "hash-a" {
 		c.errorf("the HeldError of a live lock carries PayloadHash %q; want the stored %q: the caller tells a conflicting payload from the same one by it", h.Record.PayloadHash, "hash-a")
 	}
-	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: c.at(windowFor)}), "Complete")
 	_, err = c.acquire(c.req(id, b, "hash-b", c.base, c.at(lockFor)))
 	if h := c.wantHeld(err, "owner b's Acquire with another payload hash, of a completed key"); h != nil && h.Record.PayloadHash != "hash-a" {
 		c.errorf("the HeldError of a completion carries PayloadHash %q; want the stored %q: Complete keeps the hash, and a duplicate with another payload is a conflict", h.Record.PayloadHash, "hash-a")
@@ -652,7 +653,7 @@ func ruleRead(c *conf) {
 		c.errorf("Read after Renew returned %s; want %s: Read must return the latest write (a strongly consistent read)", showRecord(rec), showRecord(want))
 	}
 	until := c.at(windowFor)
-	c.must(c.s.Complete(c.ctx, lease, until, nil), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: until}), "Complete")
 	if rec := c.read(id, "Complete"); rec.Status != store.StatusCompleted || !rec.ExpiresAt.Equal(time.Unix(until.Unix(), 0)) {
 		c.errorf("Read after Complete returned %s; want the COMPLETED record until %s: Read must return the latest write", showRecord(rec), show(time.Unix(until.Unix(), 0)))
 	}
@@ -662,7 +663,7 @@ func ruleForget(c *conf) {
 	c.needAdmin()
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, lease, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: c.at(windowFor)}), "Complete")
 	done := c.read(id, "Complete")
 	if err := c.admin.Forget(c.ctx, done); err != nil {
 		c.fatalf("Forget of the COMPLETED record just read failed: %v", err)
@@ -691,14 +692,14 @@ func ruleForget(c *conf) {
 	// owner since: the operator read a record that is no longer there.
 	id4 := c.id("changed")
 	first := c.mustAcquire("owner a's Acquire", c.req(id4, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, first, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, first, store.Completion{Until: c.at(windowFor)}), "Complete")
 	seen := c.read(id4, "Complete")
 	now := seen.ExpiresAt.Add(time.Second)
 	second := c.mustAcquire("owner b's Acquire after the window ended", c.req(id4, b, "", now, now.Add(lockFor)))
 	taken := c.read(id4, "owner b's Acquire")
 	c.wantChanged(c.admin.Forget(c.ctx, seen), "Forget of a completion since taken over by another owner's lock")
 	c.wantUnchanged(id4, taken, "a refused Forget of a record now another owner's lock")
-	c.must(c.s.Complete(c.ctx, second, now.Add(windowFor), nil), "owner b's Complete")
+	c.must(c.s.Complete(c.ctx, second, store.Completion{Until: now.Add(windowFor)}), "owner b's Complete")
 	again := c.read(id4, "owner b's Complete")
 	c.wantChanged(c.admin.Forget(c.ctx, seen), "Forget of owner a's completion, the record now owner b's completion")
 	c.wantUnchanged(id4, again, "a refused Forget of a record now another owner's completion")
@@ -711,7 +712,7 @@ func ruleCancelledContext(c *conf) {
 	lock := c.read(id, "owner a's Acquire")
 	idDone := c.id("completed")
 	done := c.mustAcquire("owner a's Acquire", c.req(idDone, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, done, store.Completion{Until: c.at(windowFor)}), "Complete")
 	completed := c.read(idDone, "Complete")
 	idNone := c.id("absent")
 
@@ -733,7 +734,7 @@ func ruleCancelledContext(c *conf) {
 			return err
 		}},
 		{"Renew", id, func() error { _, err := c.s.Renew(ctx, lease, c.at(time.Hour)); return err }},
-		{"Complete", id, func() error { return c.s.Complete(ctx, lease, c.at(windowFor), nil) }},
+		{"Complete", id, func() error { return c.s.Complete(ctx, lease, store.Completion{Until: c.at(windowFor)}) }},
 		{"Release", id, func() error { return c.s.Release(ctx, lease, c.base) }},
 		{"Read", id, func() error { _, err := c.s.Read(ctx, id); return err }},
 	}
@@ -807,7 +808,7 @@ func ruleLocks(c *conf) {
 	early := c.mustAcquire("Acquire of the early lock", c.req(id("early"), b, "", c.base, c.at(lockFor)))
 	expired := c.mustAcquire("Acquire of the expired lock", c.req(id("expired"), a, "", c.at(-2*lockFor), c.at(-lockFor)))
 	done := c.mustAcquire("Acquire of the completed key", c.req(id("done"), a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, done, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, done, store.Completion{Until: c.at(windowFor)}), "Complete")
 	rel := c.mustAcquire("Acquire of the released key", c.req(id("released"), a, "", c.base, c.at(lockFor)))
 	c.must(c.s.Release(c.ctx, rel, c.base), "Release")
 	// A prefix that starts with this one is another prefix.
@@ -998,6 +999,86 @@ func randomTag(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
+func ruleOutbox(c *conf) {
+	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
+	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
+	if rec := c.read(id, "Acquire"); rec.Outbox != nil {
+		c.errorf("a new lock carries the outbox %q; want none", rec.Outbox)
+	}
+	lock := c.read(id, "owner a's Acquire")
+	// MarkSent of the lock (read before its completion) is refused: the
+	// outbox it would remove is not the one it read.
+	if err := c.s.MarkSent(c.ctx, lock); !errors.Is(err, store.ErrRecordChanged) {
+		c.errorf("MarkSent of a PROCESSING lock returned %v; want an error matching ErrRecordChanged (only a completion's outbox is marked sent)", errOrSuccess(err))
+	}
+	outbox, result := []byte(`[{"to":"sqs:q","body":"shipped"}]`), []byte(`"r"`)
+	sent := bytes.Clone(outbox)
+	until := c.at(windowFor)
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: until, Result: result, Outbox: outbox}), "owner a's Complete with an outbox")
+	copy(outbox, "XXXXXXXX") // the caller's buffer is its own again
+	done := c.read(id, "Complete with an outbox")
+	if !bytes.Equal(done.Outbox, sent) || !bytes.Equal(done.Result, result) {
+		c.errorf("after Complete with an outbox, Read returns Outbox %q, Result %q; want %q and %q, as given", done.Outbox, done.Result, sent, result)
+	}
+	_, err := c.acquire(c.req(id, b, "", c.at(time.Second), c.at(time.Second+lockFor)))
+	if h := c.wantHeld(err, "owner b's Acquire of the completed key"); h != nil && !bytes.Equal(h.Record.Outbox, sent) {
+		c.errorf("owner b's refused Acquire: the HeldError's Record.Outbox is %q; want %q (the redelivery that meets the completion sends what is pending, with no second call to read it)", h.Record.Outbox, sent)
+	}
+	c.must(c.s.MarkSent(c.ctx, done), "MarkSent of the completion as read")
+	marked := c.read(id, "MarkSent")
+	want := done
+	want.Outbox = nil
+	if marked.Outbox != nil || !sameRecord(marked, want) || !bytes.Equal(marked.Result, result) {
+		c.errorf("after MarkSent the record is %s, Outbox %q, Result %q; want %s with no outbox and the result kept (a duplicate still answers with it)", showRecord(marked), marked.Outbox, marked.Result, showRecord(want))
+	}
+	if err := c.s.MarkSent(c.ctx, done); err != nil {
+		c.errorf("a repeat of MarkSent (another delivery marked it first, or a retry) returned %v; want nil", err)
+	}
+
+	// After the window, the key runs again: its new lock drops the old
+	// outbox, and MarkSent of the old completion must leave the new one's.
+	id2 := c.id("window")
+	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
+	c.must(c.s.Complete(c.ctx, l2, store.Completion{Until: until, Outbox: sent}), "owner a's Complete with an outbox")
+	old := c.read(id2, "owner a's Complete")
+	now := time.Unix(until.Unix(), 0).Add(time.Second)
+	next, err := c.acquire(c.req(id2, b, "", now, now.Add(lockFor)))
+	if err != nil {
+		c.fatalf("owner b's Acquire after the window ended: %v", err)
+	}
+	if rec := c.read(id2, "the Acquire after the window"); rec.Outbox != nil {
+		c.errorf("the lock taken after the window carries the old outbox %q; want none (its messages would be sent again as the new holder's)", rec.Outbox)
+	}
+	newer := []byte(`[{"to":"sqs:q","body":"b's"}]`)
+	c.must(c.s.Complete(c.ctx, next, store.Completion{Until: now.Add(windowFor), Outbox: newer}), "owner b's Complete with an outbox")
+	if err := c.s.MarkSent(c.ctx, old); !errors.Is(err, store.ErrRecordChanged) {
+		c.errorf("MarkSent of owner a's old completion, the record now owner b's, returned %v; want an error matching ErrRecordChanged", errOrSuccess(err))
+	}
+	if rec := c.read(id2, "MarkSent of the old completion"); !bytes.Equal(rec.Outbox, newer) {
+		c.errorf("MarkSent of an old completion left the new one's outbox %q; want %q: messages not sent would be marked sent", rec.Outbox, newer)
+	}
+	// The same owner completing the key again after the window (an owner
+	// token reused): only the fence tells the two completions apart.
+	id3 := c.id("fence")
+	l3 := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
+	c.must(c.s.Complete(c.ctx, l3, store.Completion{Until: until, Outbox: sent}), "owner a's Complete with an outbox")
+	first := c.read(id3, "owner a's first Complete")
+	again, err := c.acquire(c.req(id3, a, "", now, now.Add(lockFor)))
+	if err != nil {
+		c.fatalf("owner a's Acquire after its window ended: %v", err)
+	}
+	c.must(c.s.Complete(c.ctx, again, store.Completion{Until: now.Add(windowFor), Outbox: newer}), "owner a's second Complete with an outbox")
+	if err := c.s.MarkSent(c.ctx, first); !errors.Is(err, store.ErrRecordChanged) {
+		c.errorf("MarkSent of owner a's first completion (fence %d), the record now its second (fence %d), returned %v; want an error matching ErrRecordChanged: the condition is the fence, not only the owner", first.Fence, again.Fence, errOrSuccess(err))
+	}
+	if rec := c.read(id3, "MarkSent of the first completion"); !bytes.Equal(rec.Outbox, newer) {
+		c.errorf("MarkSent of the first completion left the second one's outbox %q; want %q", rec.Outbox, newer)
+	}
+	if err := c.s.MarkSent(c.ctx, store.Record{ID: c.id("gone"), Status: store.StatusCompleted, Owner: a, Fence: 1}); err != nil {
+		c.errorf("MarkSent of a record that is gone returned %v; want nil (nothing is left to mark)", err)
+	}
+}
+
 func ruleResult(c *conf) {
 	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
 	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
@@ -1007,14 +1088,14 @@ func ruleResult(c *conf) {
 	result := []byte(`{"order":"o-1","total":12.5}`)
 	sent := bytes.Clone(result)
 	until := c.at(windowFor)
-	c.must(c.s.Complete(c.ctx, lease, until, result), "owner a's Complete with a result")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: until, Result: result}), "owner a's Complete with a result")
 	// The caller's buffer is its own again once Complete returns, as a
 	// request's body is once it is sent.
 	copy(result, "XXXXXXXXXXXX")
 	if rec := c.read(id, "Complete with a result"); !bytes.Equal(rec.Result, sent) {
 		c.errorf("after Complete with a result, Read returns Result %q; want %q, as given (and not the caller's buffer, reused since)", rec.Result, sent)
 	}
-	c.must(c.s.Complete(c.ctx, lease, until, sent), "a repeat of the applied Complete")
+	c.must(c.s.Complete(c.ctx, lease, store.Completion{Until: until, Result: sent}), "a repeat of the applied Complete")
 	done := c.read(id, "the repeat of Complete")
 	if !bytes.Equal(done.Result, sent) {
 		c.errorf("after a repeat of Complete, Result is %q; want %q", done.Result, sent)
@@ -1034,7 +1115,7 @@ func ruleResult(c *conf) {
 	if rec := c.read(id, "the Acquire after the window"); rec.Result != nil {
 		c.errorf("the lock taken after the window carries the old result %q; want none", rec.Result)
 	}
-	c.must(c.s.Complete(c.ctx, next, now.Add(windowFor), nil), "owner b's Complete without a result")
+	c.must(c.s.Complete(c.ctx, next, store.Completion{Until: now.Add(windowFor)}), "owner b's Complete without a result")
 	if rec := c.read(id, "a Complete without a result"); rec.Result != nil {
 		c.errorf("a Complete without a result left Result %q; want none", rec.Result)
 	}
@@ -1043,7 +1124,7 @@ func ruleResult(c *conf) {
 	big := bytes.Repeat([]byte("r"), store.MaxResultSize)
 	id2 := c.id("max")
 	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
-	if err := c.s.Complete(c.ctx, l2, until, big); err != nil {
+	if err := c.s.Complete(c.ctx, l2, store.Completion{Until: until, Result: big}); err != nil {
 		c.errorf("Complete with a result of MaxResultSize (%d) bytes: %v; the store must hold it", store.MaxResultSize, err)
 	} else if rec := c.read(id2, "Complete with the largest result"); !bytes.Equal(rec.Result, big) {
 		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))

@@ -81,6 +81,9 @@ type Effects interface {
 //     store.ErrTxEnded, never nil, and the Commit applies exactly the
 //     writes added before the seal. After a Commit or a Rollback, Add fails
 //     the same way.
+//   - OutboxWithCommit: a Commit stores its Completion's outbox with the
+//     record as Complete does; a Commit refused (a write's condition, a
+//     lost lock) stores none on the record.
 func TestTransactions(t *testing.T, newStore func(t *testing.T) (store.Transactor, Effects)) {
 	t.Helper()
 	runRules(t, txRules, func(t *testing.T, c *conf) {
@@ -97,6 +100,7 @@ var txRules = []rule{
 	{"UserConditionFails", "a write's own failed condition refuses the whole transaction and leaves the lock releasable", ruleUserConditionFails},
 	{"ResultAndWindow", "a commit stores the result and window Complete stores", ruleResultAndWindow},
 	{"SealedTakesNothing", "a transaction refuses every write once its work has returned, never dropping one with a nil error", ruleSealedTakesNothing},
+	{"OutboxWithCommit", "a commit stores the outbox if and only if it commits", ruleOutboxWithCommit},
 }
 
 func ruleEmptyUntilAdded(c *conf) {
@@ -131,7 +135,7 @@ func ruleEffectIffCompletion(c *conf) {
 	c.add(tx, n2, false)
 	c.wantCount(n1, 0, "an Add, before any Commit (a write applied then would not be the transaction's)")
 	until, result := c.midSecond(windowFor+time.Second), []byte(`{"order":"o-1"}`)
-	if err := tx.Commit(c.ctx, until, result); err != nil {
+	if err := tx.Commit(c.ctx, store.Completion{Until: until, Result: result}); err != nil {
 		c.fatalf("the Commit of owner a's transaction under its live lock failed: %v", err)
 	}
 	c.wantCount(n1, 1, "the Commit")
@@ -145,7 +149,7 @@ func ruleEffectIffCompletion(c *conf) {
 	// record is the one a plain completion writes.
 	twinID := c.id("complete")
 	twin := c.mustAcquire("owner a's Acquire", c.req(twinID, a, "hash-a", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, twin, until, result), "Complete")
+	c.must(c.s.Complete(c.ctx, twin, store.Completion{Until: until, Result: result}), "Complete")
 	plain := c.read(twinID, "Complete")
 	if !rec.LockExpiresAt.Equal(plain.LockExpiresAt) || !rec.ExpiresAt.Equal(plain.ExpiresAt) || rec.Status != plain.Status {
 		c.errorf("after the Commit the record is %s; Store.Complete with the same until wrote %s: want the same status, lock expiry and window", showRecord(rec), showRecord(plain))
@@ -179,13 +183,13 @@ func ruleLostLockCommitsNothing(c *conf) {
 	now := c.at(lockFor + time.Millisecond)
 	took := c.mustAcquire("owner b's takeover of the expired lock", c.req(id, b, "", now, now.Add(lockFor)))
 	taken := c.read(id, "the takeover")
-	c.wantLost(txA.Commit(c.ctx, c.at(windowFor), []byte("a")), "the Commit of owner a, whose lock was taken over")
+	c.wantLost(txA.Commit(c.ctx, store.Completion{Until: c.at(windowFor), Result: []byte("a")}), "the Commit of owner a, whose lock was taken over")
 	c.wantCount(na, 0, "the Commit of a holder whose lock was taken over (its effect would be applied twice: the new holder runs the work again)")
 	c.wantUnchanged(id, taken, "the Commit of owner a after the takeover (the new holder's lock must stay)")
 	txB := c.tx.Begin(took)
 	nb := c.id("b")
 	c.add(txB, nb, false)
-	if err := txB.Commit(c.ctx, now.Add(windowFor), []byte("b")); err != nil {
+	if err := txB.Commit(c.ctx, store.Completion{Until: now.Add(windowFor), Result: []byte("b")}); err != nil {
 		c.errorf("the new holder's Commit failed: %v", err)
 	}
 	c.wantCount(nb, 1, "the new holder's Commit")
@@ -204,7 +208,7 @@ func ruleLostLockCommitsNothing(c *conf) {
 		c.fatalf("owner a's Acquire after its Release kept the fence %d; want it moved (TestStore's FenceGrows)", first.Fence)
 	}
 	relocked := c.read(id2, "owner a's Acquire after its Release")
-	c.wantLost(tx1.Commit(c.ctx, c.at(windowFor), nil), fmt.Sprintf("the Commit of owner a's first lease (fence %d), the record now its lock with fence %d", first.Fence, again.Fence))
+	c.wantLost(tx1.Commit(c.ctx, store.Completion{Until: c.at(windowFor)}), fmt.Sprintf("the Commit of owner a's first lease (fence %d), the record now its lock with fence %d", first.Fence, again.Fence))
 	c.wantCount(n1, 0, "the Commit of a lease whose fence moved")
 	c.wantUnchanged(id2, relocked, "the Commit of a lease whose fence moved (the record's condition is owner and fence)")
 }
@@ -216,11 +220,11 @@ func ruleCommitRepeatRecognised(c *conf) {
 	n := c.id("n")
 	c.add(tx, n, false)
 	until, result := c.at(windowFor), []byte("r")
-	c.must(tx.Commit(c.ctx, until, result), "the Commit")
+	c.must(tx.Commit(c.ctx, store.Completion{Until: until, Result: result}), "the Commit")
 	c.wantCount(n, 1, "the Commit")
 	done := c.read(id, "the Commit")
 	for i := range 2 {
-		if err := tx.Commit(c.ctx, until, result); err != nil {
+		if err := tx.Commit(c.ctx, store.Completion{Until: until, Result: result}); err != nil {
 			c.errorf("repeat %d of an applied Commit, same arguments, returned %v; want nil: the lock repeats a Commit whose answer was lost, and the transaction did commit", i+1, err)
 		}
 		c.wantCount(n, 1, "a repeat of an applied Commit (the writes must not apply twice)")
@@ -237,7 +241,7 @@ func ruleUserConditionFails(c *conf) {
 	c.add(tx, before, false)
 	c.add(tx, c.id("refused"), true)
 	c.add(tx, after, false)
-	err := tx.Commit(c.ctx, c.at(windowFor), []byte("r"))
+	err := tx.Commit(c.ctx, store.Completion{Until: c.at(windowFor), Result: []byte("r")})
 	var refused *store.EffectError
 	switch {
 	case !errors.As(err, &refused):
@@ -256,7 +260,7 @@ func ruleUserConditionFails(c *conf) {
 	next := c.mustAcquire("owner b's Acquire after the Release", c.req(id, b, "", c.at(time.Second), c.at(time.Second+lockFor)))
 	tx2 := c.tx.Begin(next)
 	c.add(tx2, before, false)
-	if err := tx2.Commit(c.ctx, c.at(windowFor), nil); err != nil {
+	if err := tx2.Commit(c.ctx, store.Completion{Until: c.at(windowFor)}); err != nil {
 		c.errorf("the Commit of the work run again, without the refused write, failed: %v", err)
 	}
 	c.wantCount(before, 1, "the Commit of the work run again")
@@ -270,13 +274,13 @@ func ruleResultAndWindow(c *conf) {
 	result := []byte(`{"order":"o-1","total":12.5}`)
 	sent := bytes.Clone(result)
 	until := c.midSecond(windowFor + time.Second)
-	c.must(tx.Commit(c.ctx, until, result), "owner a's Commit with a result")
+	c.must(tx.Commit(c.ctx, store.Completion{Until: until, Result: result}), "owner a's Commit with a result")
 	// The caller's buffer is its own again once Commit returns.
 	copy(result, "XXXXXXXXXXXX")
 
 	twinID := c.id("complete")
 	twin := c.mustAcquire("owner a's Acquire", c.req(twinID, a, "", c.base, c.at(lockFor)))
-	c.must(c.s.Complete(c.ctx, twin, until, sent), "Complete with the same result and window")
+	c.must(c.s.Complete(c.ctx, twin, store.Completion{Until: until, Result: sent}), "Complete with the same result and window")
 	plain := c.read(twinID, "Complete")
 	rec := c.read(id, "the Commit")
 	if !bytes.Equal(rec.Result, sent) || !bytes.Equal(rec.Result, plain.Result) {
@@ -310,7 +314,7 @@ func ruleResultAndWindow(c *conf) {
 	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
 	tx2 := c.tx.Begin(l2)
 	c.add(tx2, c.id("max"), false)
-	if err := tx2.Commit(c.ctx, until, big); err != nil {
+	if err := tx2.Commit(c.ctx, store.Completion{Until: until, Result: big}); err != nil {
 		c.errorf("Commit with a result of MaxResultSize (%d) bytes: %v; the store must hold it", store.MaxResultSize, err)
 	} else if rec := c.read(id2, "Commit with the largest result"); !bytes.Equal(rec.Result, big) {
 		c.errorf("a result of MaxResultSize bytes came back as %d bytes", len(rec.Result))
@@ -329,7 +333,7 @@ func ruleSealedTakesNothing(c *conf) {
 	if tx.Empty() {
 		c.errorf("after an Add and Seal the transaction is Empty; want not: the write added before the seal is the work's")
 	}
-	c.must(tx.Commit(c.ctx, c.at(windowFor), nil), "the Commit after Seal")
+	c.must(tx.Commit(c.ctx, store.Completion{Until: c.at(windowFor)}), "the Commit after Seal")
 	c.wantCount(before, 1, "the Commit of a sealed transaction (the write added before the seal)")
 	c.wantCount(late, 0, "the Commit of a sealed transaction (the write refused after the seal)")
 	c.wantEnded(c.fx.Add(c.ctx, tx, late, false), "an Add after the Commit")
@@ -354,8 +358,43 @@ func ruleSealedTakesNothing(c *conf) {
 	if !tx3.Empty() {
 		c.errorf("an Empty transaction is not Empty after a refused Add; want Empty: the refused write is not the work's")
 	}
-	c.must(c.s.Complete(c.ctx, lease3, c.at(windowFor), nil), "Complete")
+	c.must(c.s.Complete(c.ctx, lease3, store.Completion{Until: c.at(windowFor)}), "Complete")
 	c.wantCount(late, 0, "Complete after a refused Add")
+}
+
+func ruleOutboxWithCommit(c *conf) {
+	id, a, b := c.id("k"), c.owner("a"), c.owner("b")
+	outbox := []byte(`[{"to":"sqs:q","body":"shipped"}]`)
+	lease := c.mustAcquire("owner a's Acquire", c.req(id, a, "", c.base, c.at(lockFor)))
+	tx := c.tx.Begin(lease)
+	c.add(tx, c.id("n"), false)
+	c.must(tx.Commit(c.ctx, store.Completion{Until: c.at(windowFor), Outbox: outbox}), "the Commit with an outbox")
+	if rec := c.read(id, "the Commit"); !bytes.Equal(rec.Outbox, outbox) {
+		c.errorf("after a Commit with an outbox, Read returns Outbox %q; want %q", rec.Outbox, outbox)
+	}
+
+	id2 := c.id("refused")
+	l2 := c.mustAcquire("owner a's Acquire", c.req(id2, a, "", c.base, c.at(lockFor)))
+	tx2 := c.tx.Begin(l2)
+	c.add(tx2, c.id("r"), true)
+	var refused *store.EffectError
+	if err := tx2.Commit(c.ctx, store.Completion{Until: c.at(windowFor), Outbox: outbox}); !errors.As(err, &refused) {
+		c.fatalf("the Commit of a refused write returned %v; want a *store.EffectError", errOrSuccess(err))
+	}
+	if rec := c.read(id2, "the refused Commit"); rec.Outbox != nil {
+		c.errorf("a refused Commit left Outbox %q on the record; want none: its messages would be sent for an effect never applied", rec.Outbox)
+	}
+
+	id3 := c.id("lost")
+	old := c.mustAcquire("owner a's Acquire", c.req(id3, a, "", c.base, c.at(lockFor)))
+	tx3 := c.tx.Begin(old)
+	c.add(tx3, c.id("l"), false)
+	now := c.at(lockFor + time.Millisecond)
+	c.mustAcquire("owner b's takeover", c.req(id3, b, "", now, now.Add(lockFor)))
+	c.wantLost(tx3.Commit(c.ctx, store.Completion{Until: c.at(windowFor), Outbox: outbox}), "the Commit with an outbox of a holder whose lock was taken over")
+	if rec := c.read(id3, "the lost Commit"); rec.Outbox != nil {
+		c.errorf("the Commit of a holder whose lock was taken over left Outbox %q; want none", rec.Outbox)
+	}
 }
 
 // wantEnded checks that an Add refused for a transaction that has ended.

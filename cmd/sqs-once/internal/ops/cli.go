@@ -149,7 +149,8 @@ Exit codes: 0 done; 1 an AWS call or something unexpected failed; 2 bad
 usage; 3 refused (a live lock without --force, a record in another state or
 changed since it was read, a question not confirmed, a cutover whose
 preflight fails); 4 no such key, queue, stack or function; 5 a redrive or
-cutover left work undone (failed or interrupted); 6 a preflight check failed
+cutover left work undone (failed or interrupted), or send-pending messages
+not all sent; 6 a preflight check failed
 (the idempotency table's among them); 7 no such idempotency table (a missing
 table is never "no such key": sqs-once preflight names the command that
 creates it).
@@ -158,6 +159,7 @@ creates it).
   sqs-once status --stack orders --locks
   sqs-once inspect --stack orders order-42
   sqs-once release --stack orders --force order-42
+  sqs-once send-pending --stack orders order-42
   sqs-once peek --stack orders operator
   sqs-once redrive --stack orders --from operator --to main --reason max-attempts --dry-run
   sqs-once preflight --stack orders
@@ -191,7 +193,7 @@ creates it).
 	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
 	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
 	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
-	root.AddCommand(c.statusCmd(), c.inspectCmd(), c.releaseCmd(), c.forgetCmd(), c.peekCmd(), c.redriveCmd(), c.preflightCmd(), c.cutoverCmd())
+	root.AddCommand(c.statusCmd(), c.inspectCmd(), c.releaseCmd(), c.forgetCmd(), c.sendPendingCmd(), c.peekCmd(), c.redriveCmd(), c.preflightCmd(), c.cutoverCmd())
 	return root
 }
 

@@ -213,9 +213,15 @@ func describe(r Record, now time.Time) [][2]string {
 			status = "PROCESSING, lock expired: its holder stopped without completing or releasing (a crash or a timeout); the next message with this key takes it over, or sqs-once release frees it now"
 		}
 	case store.StatusCompleted:
-		if r.Remaining > 0 {
+		pending := len(r.Pending) > 0 || r.PendingError != ""
+		switch {
+		case r.Remaining > 0 && pending:
+			status = "COMPLETED, messages pending: the handler succeeded and its completion is committed; the messages it emitted are not sent yet (below)"
+		case r.Remaining > 0:
 			status = "COMPLETED: the handler succeeded; a message with this key is deleted as a duplicate until the window ends (sqs-once forget lets it run again)"
-		} else {
+		case pending:
+			status = "COMPLETED, window ended, messages pending: the handler succeeded; the messages it emitted were never sent (below)"
+		default:
 			status = "COMPLETED, window ended: the next message with this key runs the handler again"
 		}
 	case store.StatusReleased:
@@ -239,7 +245,7 @@ func describe(r Record, now time.Time) [][2]string {
 	if r.Status != store.StatusCompleted && r.ExpiresAt != nil {
 		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): the store may delete the record after this (DynamoDB TTL, Redis key expiry, PostgreSQL Sweep)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
-	return lines
+	return append(lines, pendingLines(r)...)
 }
 
 func (c *cli) printRecord(r Record) {
@@ -266,6 +272,13 @@ release and forget hash KEY and print the id looked up. A hash copied from
 the logs is looked up as it is with --hash-keys=false. A key not found
 under one id but under the other says which flag finds it.
 
+A completed key whose emitted messages (sqsonce.Emit) are not sent yet
+shows them: how many, that the next delivery of the key sends them (or
+sqs-once send-pending now), and one line each: its position, destination,
+emit id (the sqs-once-emit-id attribute it is sent with), group, body size
+and start (escaped), and how many attributes it has. --json gives them
+whole, under "pending".
+
 With --stack and a processor whose Target is states:<state machine ARN>
 or durable:<function>:<version or alias>, inspect also prints the name of the key's execution and the AWS CLI command
 that looks it up: the execution a crashed processor may have started before
@@ -277,27 +290,30 @@ writing the key's completion.`,
   sqs-once inspect --stack orders --hash-keys=false 3bf8b157c4238eefe5ae4a66eca81c6b887d4dcedb58dd674271859f4dc2edfd`,
 		Args: cobra.ArbitraryArgs,
 	}
-	cmd.RunE = c.keyCommand(func(ctx context.Context, recs *Records, key string) error {
-		r, err := recs.Get(ctx, key)
-		if err != nil {
-			return err
-		}
-		r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region)
-		if c.json {
-			return c.printJSON(r)
-		}
-		c.printRecord(r)
-		if e := r.Execution; e != nil {
-			// The name a crash between the start and the completion left
-			// taken: the execution to look at before releasing the lock.
-			fmt.Fprintf(c.io.Stdout, "execution name  %s\n", e.Name)
-			if e.Lookup != "" {
-				fmt.Fprintf(c.io.Stdout, "look it up      %s\n", e.Lookup)
-			}
-		}
-		return nil
-	})
+	cmd.RunE = c.keyCommand(c.inspect)
 	return cmd
+}
+
+// inspect is inspect's body: key's record in plain words, or as JSON.
+func (c *cli) inspect(ctx context.Context, recs *Records, key string) error {
+	r, err := recs.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region)
+	if c.json {
+		return c.printJSON(r)
+	}
+	c.printRecord(r)
+	if e := r.Execution; e != nil {
+		// The name a crash between the start and the completion left
+		// taken: the execution to look at before releasing the lock.
+		fmt.Fprintf(c.io.Stdout, "execution name  %s\n", e.Name)
+		if e.Lookup != "" {
+			fmt.Fprintf(c.io.Stdout, "look it up      %s\n", e.Lookup)
+		}
+	}
+	return nil
 }
 
 func (c *cli) releaseCmd() *cobra.Command {
@@ -374,7 +390,11 @@ sqs-once inspect --help).`,
 			if !c.json {
 				c.printRecord(r)
 			}
-			return c.confirm(fmt.Sprintf("Forget %q? The next message with this key runs the handler again.", key))
+			question := fmt.Sprintf("Forget %q? The next message with this key runs the handler again.", key)
+			if n := len(r.Pending); n > 0 {
+				question += fmt.Sprintf(" Its %s pending %s dropped, never sent.", count(n, "message", "messages"), plural(n, "is", "are"))
+			}
+			return c.confirm(question)
 		})
 		if err != nil {
 			return err

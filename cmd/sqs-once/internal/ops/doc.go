@@ -1,7 +1,8 @@
 // Package ops is the operator's toolkit behind the sqs-once CLI: it reads and
-// repairs a deployed stack's idempotency records (inspect, release, forget),
-// shows its queues (status, peek), moves dead letters back (redrive), and
-// puts a stack in front of a queue's existing Lambda consumer: preflight
+// repairs a deployed stack's idempotency records (inspect, release, forget)
+// and sends a completed key's pending messages (send-pending), shows its
+// queues (status, peek), moves dead letters back (redrive), and puts a
+// stack in front of a queue's existing Lambda consumer: preflight
 // checks the queue, the consumer and the stack (ReadMigration, Checks), and
 // cutover moves the queue from the consumer's event source mapping to the
 // stack's, never both at once (CutoverPlan, Mappings).

@@ -35,7 +35,8 @@ var (
 	ErrAWS = errors.New("AWS call failed")
 	// ErrIncomplete: a redrive ended with messages it could not move, or was
 	// interrupted; the summary says which and why. A cutover that stopped
-	// between two mappings.
+	// between two mappings. A send-pending whose messages were not all
+	// sent.
 	ErrIncomplete = errors.New("incomplete")
 	// ErrCheckFailed: a preflight check failed; its output says what to
 	// change.
@@ -49,7 +50,7 @@ const (
 	ExitUsage       = 2
 	ExitRefused     = 3 // ErrRefused, ErrChanged, ErrDeclined
 	ExitNotFound    = 4
-	ExitIncomplete  = 5 // a redrive that left messages behind, a cutover stopped half-way
+	ExitIncomplete  = 5 // a redrive that left messages behind, a cutover stopped half-way, messages not all sent
 	ExitCheckFailed = 6
 	ExitNoTable     = 7 // ErrNoTable: the idempotency table does not exist
 )

@@ -12,7 +12,7 @@ import (
 
 func TestHelpHasExamples(t *testing.T) {
 	t.Parallel()
-	for _, command := range []string{"", "status", "inspect", "release", "forget", "peek", "redrive", "preflight", "cutover"} {
+	for _, command := range []string{"", "status", "inspect", "release", "forget", "send-pending", "peek", "redrive", "preflight", "cutover"} {
 		args := []string{"--help"}
 		if command != "" {
 			args = []string{command, "--help"}
@@ -31,6 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{"inspect", "--stack"},
 		{"inspect", "--table", "t", "--key-prefix", "p"},
 		{"inspect", "--table", "t", "--key-prefix", "p", "a", "b"},
+		{"send-pending", "--table", "t", "--key-prefix", "p"},
 		{"release", "--no-such-flag", "k"},
 		{"peek", "--max", "0", "--operator-queue", "http://127.0.0.1:1/q", "operator"},
 		{"peek", "--max", "x", "operator"},
@@ -53,7 +54,7 @@ func TestUsageErrors(t *testing.T) {
 func TestKeyPrefixTheProcessorRefuses(t *testing.T) {
 	t.Parallel()
 	for _, prefix := range []string{"a#b", "a b", "tab\there", "zero\u200bwidth"} {
-		for _, command := range [][]string{{"inspect", "k"}, {"release", "--force", "k"}, {"forget", "--yes", "k"}, {"status", "--locks"}} {
+		for _, command := range [][]string{{"inspect", "k"}, {"release", "--force", "k"}, {"forget", "--yes", "k"}, {"send-pending", "--yes", "k"}, {"status", "--locks"}} {
 			args := append([]string{"--table", "t", "--key-prefix", prefix}, command...)
 			var out, errOut strings.Builder
 			code := ops.Main(context.Background(), args, ops.IO{

@@ -60,6 +60,14 @@ type Record struct {
 	// Execution is the execution the key's messages start, when the
 	// stack's Target starts one per key (inspect only).
 	Execution *Execution `json:"execution,omitempty"`
+	// Pending are a COMPLETED record's emitted messages not yet sent
+	// (sqsonce.Emit, sqsonce.Pending), in order, with their emit ids: the
+	// next delivery of the key sends them, or sqs-once send-pending. Nil
+	// when the record has none.
+	Pending []PendingMessage `json:"pending,omitempty"`
+	// PendingError says why the record's outbox could not be read: it
+	// holds messages that neither a delivery nor send-pending can send.
+	PendingError string `json:"pendingError,omitempty"`
 
 	// stored is the record as the store read it: what release and forget
 	// hand back to the store's conditional writes.
@@ -182,6 +190,13 @@ func (r *Records) record(key string, stored store.Record) Record {
 		if rec.ExpiresAt != nil && rec.ExpiresAt.After(now) {
 			rec.Remaining = rec.ExpiresAt.Sub(now)
 		}
+	}
+	if stored.Outbox != nil {
+		pending, err := pendingMessages(stored)
+		if err != nil {
+			rec.PendingError = err.Error()
+		}
+		rec.Pending = pending
 	}
 	return rec
 }

@@ -62,7 +62,7 @@ func (e *recordsEnv) acquire(lock time.Duration) store.Lease {
 // complete records lease's key COMPLETED for window.
 func (e *recordsEnv) complete(lease store.Lease, window time.Duration) {
 	e.t.Helper()
-	if err := e.store.Complete(context.Background(), lease, e.clock.Now().Add(window), nil); err != nil {
+	if err := e.store.Complete(context.Background(), lease, store.Completion{Until: e.clock.Now().Add(window)}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -100,7 +100,7 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 		return lease
 	}
 	lease := acquireAt(held, 5*time.Minute)
-	if err := s.Complete(ctx, acquireAt(done, time.Minute), clock.Now().Add(time.Hour), nil); err != nil {
+	if err := s.Complete(ctx, acquireAt(done, time.Minute), store.Completion{Until: clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	// No AWS configuration at all, not even a region: none is needed.
