@@ -62,7 +62,10 @@ const (
 	// completion did not commit (store.Transactor): its effect is not
 	// applied, or, when the store's answer never came, the record settles
 	// it for the next delivery. The lock was released when nothing was
-	// applied, and is otherwise left to expire.
+	// applied, and is otherwise left to expire. Also a plain completion
+	// that carries emitted messages and whose outcome is unknown (left to
+	// expire): its messages must be relayed or staged again, never
+	// dropped with the delivery.
 	uncommitted
 )
 
@@ -486,7 +489,19 @@ func (h *hold) finish(ctx context.Context, result []byte, workErr error) lockRes
 		return h.finishTx(ctx, lease, c, res)
 	}
 	until, err := g.complete(ctx, lease, c)
-	if err != nil {
+	switch {
+	case err != nil && c.Outbox != nil && !errors.Is(err, ErrLockLost):
+		// The completion carries the work's emitted messages and may yet
+		// be written. Deleting the message would leave them unsent for
+		// good if it was (nobody would relay them), and lost if it was not
+		// (the work would not run again). The lock is left to expire, as
+		// for a transaction's unknown commit: the next delivery finds the
+		// completion and relays its messages, or takes the key over and
+		// runs the work again. A refusal (the lock lost) wrote nothing:
+		// the holder that took the key over stages its own.
+		res.outcome, res.err = uncommitted, err
+		return res
+	case err != nil:
 		res.outcome, res.err = processedUnrecorded, err
 		return res
 	}

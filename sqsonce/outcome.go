@@ -109,9 +109,10 @@ const (
 	// ReasonDeliveryUnknown: the target's answer was lost
 	// (ErrOutcomeUnknown); the lock is kept until it expires.
 	ReasonDeliveryUnknown Reason = "delivery-unknown"
-	// ReasonCommitUnknown: the work's transaction (a store.Transactor's)
-	// was sent to commit and its outcome could not be settled (the answer
-	// lost, the retries spent, the record unread): the lock is kept until
+	// ReasonCommitUnknown: the work's transaction (a store.Transactor's),
+	// or a completion that carries the work's emitted messages (Emit), was
+	// sent and its outcome could not be settled (the answer lost, the
+	// retries spent, the record unread): the lock is kept until
 	// it expires, and the next delivery finds the key completed or runs
 	// the work again; the effect is applied once either way.
 	ReasonCommitUnknown Reason = "commit-unknown"

@@ -485,7 +485,7 @@ func (p *Processor) judge(ctx context.Context, log *slog.Logger, res lockResult)
 			"error", res.err)
 	case uncommitted:
 		if o.Reason == ReasonCommitUnknown {
-			log.ErrorContext(ctx, "record's transaction has an unknown outcome: the store's answer to the commit was lost and the record could not be read to settle it; its lock is kept until it expires, then the next delivery finds it completed (a duplicate) or runs the work again, its effect applied once either way",
+			log.ErrorContext(ctx, "record's completion has an unknown outcome (its transaction, or the completion that carries its emitted messages): the store's answer was lost and the record could not be read to settle it; its lock is kept until it expires, then the next delivery finds it completed (a duplicate, its messages sent) or runs the work again, its effect applied and its messages sent once either way",
 				"error", res.err)
 			return o
 		}

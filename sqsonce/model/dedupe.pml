@@ -25,6 +25,18 @@
  * once within its dedupe window. Without TX, the plain completion and its
  * properties (a) to (d) as they were.
  *
+ * -DEMIT (with or without TX): exactly-once emits (emit.go; lock.go
+ * hold.finish, hold.completed, hold.finishTx, locker.duplicate and
+ * locker.relay; store.Store's MarkSent). Every work that returns nil has
+ * staged one message (Emit), written with its completion (the Complete's
+ * update; with TX, inside the commit) as the record's outbox; once the
+ * completion is known written, the holder sends it, its id the completion's
+ * fence (hash(record id, fence, position): one key, one position), then
+ * MarkSent removes the outbox under the condition COMPLETED, owner and fence.
+ * A later delivery that finds the completion with its outbox pending relays
+ * it the same way before it answers "duplicate". The receiver drops repeats
+ * by id. Properties emit_a to emit_d: README.md, "Emits".
+ *
  * Fences: Acquire writes fence = if_not_exists(fence, <now in ms>) + 1. The
  * clock seed is abstracted as the highest fence ever issued for the key
  * (fmax): a record created afresh (never there, or deleted by TTL long after
@@ -201,6 +213,13 @@ hidden byte d_no_message_left_received;
 hidden byte e_effect_at_most_once;
 hidden byte e_effect_at_least_once;
 #endif
+#ifdef EMIT
+hidden byte emit_a_outbox_iff_completion;
+hidden byte emit_b_marked_only_after_sent;
+hidden byte emit_c_received_at_most_once;
+hidden byte emit_c_received_exactly_once;
+hidden byte emit_d_sent_only_if_committed;
+#endif
 
 /* ---- global state ---- */
 byte now;                 /* the clock */
@@ -248,6 +267,103 @@ bit  dropped[NMSG];       /* ghost: deleted by IN_PROGRESS=drop */
 	assert(e_effect_at_most_once || eff <= 1)
 #endif
 
+#ifdef EMIT
+/* ---- emits (emit.go): the outbox, the destination, the receiver ----
+ * A work is named by its owner token w (1..MAXDO; LASTW is init's last
+ * delivery's): the message it stages is "w's message". */
+#define NW    (MAXDO + 2)
+#define LASTW (MAXDO + 1)
+
+byte ob;                  /* the record's outbox (Record.Outbox): 0 none, else w, the
+                             work whose message it holds. Written only with the
+                             completion, removed by MarkSent, by a takeover (Acquire
+                             REMOVEs it) and with the record (TTL) */
+bit  committed[NW];       /* ghost: w's message was written with w's completion */
+bit  sent[NW];            /* ghost: the destination accepted a send of w's message */
+bit  winLost[NW];         /* ghost: w's outbox went, still pending, with its completion
+                             after its window ended (a takeover, or TTL) */
+byte recvd[NW];           /* the receiver: how often it handled w's message (a new id) */
+int  seen;                /* the receiver's ids so far (a bitmask): it drops a repeat */
+
+/* The id of a message: emitID(record id, completion fence, position); one
+ * record and one position here, so the completion's fence f. s is the Do
+ * call that sends it.
+ * MUTANT_EMIT_ID_CHANGES: derived from the sender (its owner token), so
+ * two sends of one message carry two ids. */
+#ifdef MUTANT_EMIT_ID_CHANGES
+#define EMIT_ID(f, s) (16 + (s))
+#else
+#define EMIT_ID(f, s) (f)
+#endif
+
+/* One send of w's message with id i (Sender.Send), accepted by the
+ * destination: emit_d, w's message was committed; the receiver, which
+ * drops repeats by id, handles it at most once (emit_c). The destination's
+ * queue and the receiver's own deliveries are folded into this step: the
+ * receiver's dedupe by id makes their order and their repeats irrelevant. */
+#define EMIT_SEND(w, i) \
+	assert(emit_d_sent_only_if_committed || committed[w]); \
+	sent[w] = 1; \
+	if \
+	:: seen & (1 << (i)) -> \
+		printf("MSC: the receiver drops o%d's message, id %d: a repeat\n", w, i) \
+	:: else -> \
+		seen = seen | (1 << (i)); recvd[w]++; \
+		printf("MSC: the receiver handles o%d's message, id %d (%d times)\n", w, i, recvd[w]); \
+		assert(emit_c_received_at_most_once || recvd[w] <= 1) \
+	fi
+
+/* MarkSent's update (REMOVE outbox): emit_b, never before the message was
+ * sent. */
+#define EMIT_MARK \
+	if \
+	:: ob != 0 -> \
+		printf("MSC: o%d's outbox marked sent (removed)\n", ob); \
+		assert(emit_b_marked_only_after_sent || sent[ob]); \
+		ob = 0 \
+	:: else \
+	fi
+
+/* A pending outbox goes with its completion, after the completion's window
+ * (a takeover's Acquire removes it; TTL deletes the record). */
+#define EMIT_GONE \
+	if \
+	:: ob != 0 -> winLost[ob] = 1; \
+		printf("MSC: o%d's messages, pending, go with its completion: its window ended\n", ob); \
+		ob = 0 \
+	:: else \
+	fi
+
+/* The completion (Complete's update; TX: the commit) writes the work's
+ * message, if it staged one, in the same write: the outbox is the holder's.
+ * A work that staged none sets no outbox (DynamoDB's update SETs it only
+ * when there is one: a lock has none, Acquire REMOVEs it). */
+#define EMIT_COMMIT \
+	if \
+	:: stg -> ob = tok; committed[tok] = 1 \
+	:: else \
+	fi
+
+/* MarkSent's condition: the record is still the completion the relay read
+ * (COMPLETED, owner and fence; the owner is relW, the outbox's work: emit_a
+ * keeps them equal). A record that is gone is a success; the condition
+ * failing otherwise is ErrRecordChanged, nothing written.
+ * MUTANT_EMIT_MARK_UNCONDITIONAL: no condition, whatever outbox is there is
+ * removed. */
+#ifdef MUTANT_EMIT_MARK_UNCONDITIONAL
+#define MARK_COND true
+#else
+#define MARK_COND (st == DONE && owner == relW && fence == relFence)
+#endif
+
+/* emit_a: an outbox only on a completion, and the completing work's own
+ * (the owner's), committed with it. Checked in every state by the Outbox
+ * monitor below. (Its other half, a completion carries its work's staged
+ * message, holds by EMIT_COMMIT: committed[w] is set by that write only.) */
+#define EMIT_INV \
+	(ob == 0 || (st == DONE && owner == ob && committed[ob]))
+#endif
+
 /* Every step of a consumer that reads or writes shared state is one atomic
  * block; what happens in between is local. An answer that is lost leaves the
  * block with again = 1, so anything can happen (the clock too) before the
@@ -272,7 +388,13 @@ bit  dropped[NMSG];       /* ghost: deleted by IN_PROGRESS=drop */
 #define RESET_LOCALS \
 	mi = 0; tok = 0; reqNow = 0; myFence = 0; mySeq = 0; myExp = 0; \
 	r = R_NONE; oSt = 0; oOwner = 0; oFence = 0; oLockExp = 0; oSeq = 0; \
-	res = FAILURE; fs = FS_NONE; lost = 0; again = 0; held[me] = 0
+	res = FAILURE; fs = FS_NONE; lost = 0; again = 0; held[me] = 0 EMIT_RESET
+
+#ifdef EMIT
+#define EMIT_RESET ; relW = 0; relFence = 0; stg = 0
+#else
+#define EMIT_RESET
+#endif
 
 /* The message is left for redelivery (it reappears after its visibility
  * timeout), and the consumer takes the next one. */
@@ -284,6 +406,47 @@ bit  dropped[NMSG];       /* ghost: deleted by IN_PROGRESS=drop */
  * is cleared by RESET_LOCALS). */
 #define CRASH \
 	ncrash++; printf("MSC: c%d crashes at t=%d\n", me, now); REDELIVER
+
+/* A completion whose outcome is unknown (plain: Complete's answer lost and
+ * given up on, or failed): processed-unrecorded, the message deleted, as
+ * ever without EMIT. With EMIT, the holder does not send (the completion
+ * may not be written) and leaves the message for the next delivery, which
+ * finds out: the completion with its outbox (relayed), or the lock, left to
+ * expire, taken over. MUTANT_EMIT_UNRECORDED_DELETES: deleted, as without
+ * EMIT (what lock.go's processedUnrecorded does: see README.md). */
+#if defined(EMIT) && !defined(MUTANT_EMIT_UNRECORDED_DELETES)
+#define COMPLETE_UNKNOWN \
+	if \
+	:: stg -> REDELIVER \
+	:: else -> DELETE_MSG; RESET_LOCALS; goto next \
+	fi
+#else
+#define COMPLETE_UNKNOWN DELETE_MSG; RESET_LOCALS; goto next
+#endif
+
+#ifdef EMIT
+/* The messages are not all sent, or not marked (ErrEmitPending,
+ * emitPending): the message is retried, and its redelivery relays them.
+ * MUTANT_EMIT_DELETE_PENDING: the message is deleted, so nobody relays
+ * them. */
+#ifdef MUTANT_EMIT_DELETE_PENDING
+#define EMIT_PENDING \
+	printf("MSC: c%d emit pending: deletes m%d\n", me, mi); DELETE_MSG; RESET_LOCALS; goto next
+#else
+#define EMIT_PENDING \
+	printf("MSC: c%d emit pending: m%d retried\n", me, mi); REDELIVER
+#endif
+
+/* The holder's completion is known written (hold.completed): it relays
+ * its own message, the record as its lease says (owner, fence).
+ * MUTANT_EMIT_SEND_BEFORE_COMMIT: it has sent it already, before the
+ * completion: only MarkSent is left. */
+#ifdef MUTANT_EMIT_SEND_BEFORE_COMMIT
+#define HOLDER_RELAY relW = tok; relFence = myFence; goto mark
+#else
+#define HOLDER_RELAY relW = tok; relFence = myFence; goto relay
+#endif
+#endif
 
 /* TX: a commit whose outcome is unknown (lock.go hold.finishTx, the default
  * case: uncommitted): the lock is left to expire, the message retried, and
@@ -313,6 +476,11 @@ proctype Consumer(byte me)
 	byte fs;                        /* its downstream write */
 	bit  lost;                      /* a renewal found the lock lost */
 	bit  again;                     /* the last answer was lost: re-send */
+#ifdef EMIT
+	byte relW, relFence;            /* the completion being relayed: its outbox's work
+	                                   (= its owner), its fence (ALL_OLD's, or the lease's) */
+	bit  stg;                       /* the work staged its message (Emit) */
+#endif
 
 next:
 	if
@@ -343,11 +511,17 @@ next:
 			:: oFence + 1 > fmax -> fmax = oFence + 1
 			:: else
 			fi;
+#if defined(EMIT) && !defined(MUTANT_EMIT_TAKEOVER_KEEPS_OUTBOX)
+			EMIT_GONE;                    /* REMOVE #result, #outbox */
+#endif
 			st = PROC; owner = tok; lockExp = reqNow + LOCK; expAt = 0;
 			nseq++; recSeq = nseq; oSeq = nseq; held[me] = 1;
 			r = R_OK
 		:: else ->
 			oSt = st; oOwner = owner; oFence = fence; oLockExp = lockExp; oSeq = recSeq;
+#ifdef EMIT
+			relW = ob;                    /* ALL_OLD's outbox (0 but on a completion) */
+#endif
 			r = R_CCF
 		fi;
 		if
@@ -368,6 +542,16 @@ next:
 				myFence = oFence; mySeq = oSeq; myExp = oLockExp;
 				printf("MSC: c%d acquire refused by its own lock o%d: acquired, fence %d, lock until %d\n", me, tok, myFence, myExp)
 			:: r == R_CCF && oSt == DONE ->        /* Duplicate: deleted */
+#ifdef EMIT
+				/* locker.duplicate: a completion with its outbox pending is
+				 * relayed first, as the record read says (owner, fence) */
+				if
+				:: relW != 0 -> relFence = oFence;
+					printf("MSC: c%d duplicate (COMPLETED by o%d, fence %d), its message pending: relays it\n", me, oOwner, oFence);
+					goto relay
+				:: else
+				fi;
+#endif
 				printf("MSC: c%d duplicate (COMPLETED by o%d): deletes m%d\n", me, oOwner, mi);
 				DELETE_MSG; RESET_LOCALS; goto next
 			:: r == R_CCF && oSt == PROC && !(OWN_LOCK) ->   /* InProgress */
@@ -428,6 +612,14 @@ work:
 	 * moment, its lock expired and taken over, its context cancelled. */
 	:: atomic {
 		if
+#ifdef EMIT
+		:: res = SUCCESS; workDone = 1; stg = 1;
+			printf("MSC: c%d business function stages its write and its message, returns nil at t=%d\n", me, now);
+#ifdef MUTANT_TX_EFFECT_OUTSIDE
+			APPLY_EFFECT;
+#endif
+			skip
+#endif
 		:: res = SUCCESS; workDone = 1;
 			printf("MSC: c%d business function stages its write and returns nil at t=%d\n", me, now);
 #ifdef MUTANT_TX_EFFECT_OUTSIDE
@@ -457,6 +649,10 @@ work:
 		:: else
 		fi;
 		if
+#ifdef EMIT
+		:: fs == FS_ACCEPTED -> res = SUCCESS; workDone = 1; stg = 1;
+			printf("MSC: c%d business function stages its message, returns nil\n", me)
+#endif
 		:: fs == FS_ACCEPTED -> res = SUCCESS; workDone = 1;
 			printf("MSC: c%d business function returns nil\n", me)
 		:: res = FAILURE;
@@ -506,6 +702,18 @@ work:
 	:: atomic { ncrash < MAXCRASH && FAULT_OK -> CRASH }
 	od;
 
+#ifdef MUTANT_EMIT_SEND_BEFORE_COMMIT
+	/* bug: the work's message is sent when the work returns, before its
+	 * completion is written */
+	atomic {
+		if
+		:: res == SUCCESS && stg ->
+			printf("MSC: c%d sends o%d's message before its completion, id %d\n", me, tok, EMIT_ID(myFence, tok));
+			EMIT_SEND(tok, EMIT_ID(myFence, tok))
+		:: else
+		fi }
+#endif
+
 	if
 #ifdef TX
 	:: res == SUCCESS -> goto commit
@@ -543,6 +751,9 @@ commit:
 #ifndef MUTANT_TX_EFFECT_OUTSIDE
 				APPLY_EFFECT;
 #endif
+#ifdef EMIT
+				EMIT_COMMIT;         /* the outbox commits with the rest */
+#endif
 				st = DONE; expAt = reqNow + WINDOW; lockExp = 0; r = R_OK;
 				printf("MSC: c%d commits (o%d) at t=%d: effect and COMPLETED\n", me, tok, now)
 			:: r = R_EFFECT;       /* a condition of the work's own writes fails: nothing applied */
@@ -579,9 +790,18 @@ commit:
 			CRASH
 		:: true ->
 			if
+#ifdef EMIT
+			:: r == R_OK && stg ->         /* committed with its message */
+				printf("MSC: c%d committed: relays its message\n", me);
+				HOLDER_RELAY
+			:: r == R_OK && !stg ->        /* processed */
+				printf("MSC: c%d processed, deletes m%d\n", me, mi);
+				DELETE_MSG; RESET_LOCALS; goto next
+#else
 			:: r == R_OK ->                /* processed */
 				printf("MSC: c%d processed, deletes m%d\n", me, mi);
 				DELETE_MSG; RESET_LOCALS; goto next
+#endif
 			:: r == R_EFFECT ->            /* failed: the work's failure, released */
 				res = FAILURE; goto release
 			:: r == R_CCF ->               /* failed, lock lost: not released */
@@ -624,6 +844,9 @@ complete:
 			:: else
 			fi;
 #endif
+#ifdef EMIT
+			EMIT_COMMIT;       /* in the same UpdateItem (SET #outbox = :outbox) */
+#endif
 			st = DONE; expAt = reqNow + WINDOW; lockExp = 0; r = R_OK
 		:: else -> oSt = st; oOwner = owner; r = R_CCF
 		fi;
@@ -631,21 +854,32 @@ complete:
 		:: nlost < MAXLOST && FAULT_OK -> nlost++; again = 1;          /* answer lost: re-sent */
 			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused) but the answer is lost: re-sent\n", me, tok, r)
 		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;                   /* gave up: processed-unrecorded */
-			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused), answer lost, gave up: processed-unrecorded, deletes m%d\n", me, tok, r, mi);
-			DELETE_MSG; RESET_LOCALS; goto next
+			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused), answer lost, gave up: processed-unrecorded\n", me, tok, r);
+			COMPLETE_UNKNOWN
 		:: ncrash < MAXCRASH && FAULT_OK ->
 			printf("MSC: c%d complete (o%d) answered %d (1 applied, 2 refused), then\n", me, tok, r);
 			CRASH
 		:: true ->
 			/* R_OK: processed; R_CCF with owner == o and COMPLETED: our own
 			 * earlier attempt, processed; any other R_CCF: lock lost,
-			 * processed-unrecorded. All three delete the message. */
+			 * processed-unrecorded. All three delete the message.
+			 * With EMIT (the condition passes again on our own completion:
+			 * R_OK), a completion written is relayed first; a refusal wrote
+			 * nothing, and deletes. */
+#ifdef EMIT
+			if
+			:: r == R_OK && stg ->
+				printf("MSC: c%d complete (o%d) at t=%d applied: relays its message\n", me, tok, now);
+				HOLDER_RELAY
+			:: else
+			fi;
+#endif
 			printf("MSC: c%d complete (o%d) at t=%d answered %d (1 applied, 2 refused; record owner o%d), deletes m%d\n", me, tok, now, r, owner, mi);
 			DELETE_MSG; RESET_LOCALS; goto next
 		fi }
 	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;                /* failed unapplied, gave up */
-		printf("MSC: c%d complete failed (store error): processed-unrecorded, deletes m%d\n", me, mi);
-		DELETE_MSG; RESET_LOCALS; goto next }
+		printf("MSC: c%d complete failed (store error): processed-unrecorded\n", me);
+		COMPLETE_UNKNOWN }
 	od;
 #endif
 
@@ -716,6 +950,86 @@ release:
 		fi }
 #endif
 
+#ifdef EMIT
+	/* ---- relay (emit.go locker.relay): the completion's message is sent
+	 * (Sender.Send, its id from the completion's fence), then MarkSent
+	 * removes the outbox if the record is still that completion. The
+	 * holder relays its own (hold.completed), a duplicate the one it found
+	 * pending (locker.duplicate); both then delete the message. Anything
+	 * short of both steps succeeding is ErrEmitPending: the message is
+	 * retried. The consumer may pause before each step. ---- */
+relay:
+#ifdef MUTANT_EMIT_MARK_BEFORE_SEND
+	goto mark;     /* bug: MarkSent first, then the send */
+sendmsg:
+#endif
+	atomic {
+		if
+		:: printf("MSC: c%d sends o%d's message, id %d, at t=%d: accepted\n", me, relW, EMIT_ID(relFence, tok), now);
+			EMIT_SEND(relW, EMIT_ID(relFence, tok));
+			if
+			:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;       /* applied, reported failed */
+				printf("MSC: c%d: the send's answer is lost: reported failed\n", me);
+				EMIT_PENDING
+			:: ncrash < MAXCRASH && FAULT_OK ->                /* sent, not marked */
+				printf("MSC: c%d after its send\n", me);
+				CRASH
+			:: true
+			fi
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;           /* refused, throttled, failed */
+			printf("MSC: c%d: the send fails: not accepted\n", me);
+			EMIT_PENDING
+		fi;
+#ifdef MUTANT_EMIT_MARK_BEFORE_SEND
+		printf("MSC: c%d relayed o%d's message: deletes m%d\n", me, relW, mi);
+		DELETE_MSG; RESET_LOCALS; goto next
+#else
+		skip
+#endif
+	}
+
+	/* MarkSent (store.Store.MarkSent): one conditional UpdateItem */
+mark:
+	do
+	:: atomic {
+		if
+		:: MARK_COND ->
+			EMIT_MARK; r = R_OK
+		:: else ->
+			if
+			:: st == ABSENT -> r = R_OK       /* gone: a success */
+			:: else -> r = R_CCF              /* ErrRecordChanged: nothing written */
+			fi
+		fi;
+		if
+		:: nlost < MAXLOST && FAULT_OK -> nlost++;             /* answer lost: re-sent */
+			printf("MSC: c%d mark sent (o%d, fence %d) answered %d (1 ok, 2 record changed) but the answer is lost: re-sent\n", me, relW, relFence, r)
+		:: ngive < MAXGIVEUP && FAULT_OK -> ngive++;           /* answer lost, gave up */
+			printf("MSC: c%d mark sent (o%d, fence %d) answered %d (1 ok, 2 record changed), answer lost, gave up\n", me, relW, relFence, r);
+			EMIT_PENDING
+		:: ncrash < MAXCRASH && FAULT_OK ->
+			printf("MSC: c%d mark sent (o%d) answered %d (1 ok, 2 record changed), then\n", me, relW, r);
+			CRASH
+		:: true ->
+			if
+			:: r == R_OK ->
+#ifdef MUTANT_EMIT_MARK_BEFORE_SEND
+				goto sendmsg
+#else
+				printf("MSC: c%d relayed o%d's message: deletes m%d\n", me, relW, mi);
+				DELETE_MSG; RESET_LOCALS; goto next
+#endif
+			:: else ->
+				printf("MSC: c%d mark sent (o%d, fence %d) refused: the record is o%d's, status %d\n", me, relW, relFence, owner, st);
+				EMIT_PENDING
+			fi
+		fi }
+	:: atomic { ngive < MAXGIVEUP && FAULT_OK -> ngive++;      /* failed unapplied */
+		printf("MSC: c%d mark sent (o%d) failed (store error)\n", me, relW);
+		EMIT_PENDING }
+	od;
+#endif
+
 stop:
 	skip
 }
@@ -747,6 +1061,9 @@ end:	do
 		:: st == REL  -> printf("MSC: TTL deletes the released lock (owner o%d, fence %d)\n", owner, fence)
 		:: st == DONE -> printf("MSC: TTL deletes the completion (owner o%d, fence %d)\n", owner, fence)
 		fi;
+#ifdef EMIT
+		EMIT_GONE;
+#endif
 		st = ABSENT; owner = 0; lockExp = 0; expAt = 0; recSeq = 0; fence = 0;
 #ifdef MUTANT_RELEASE_DELETES
 		relDeleted = 0;
@@ -772,6 +1089,19 @@ end:	do
 		fi; \
 		pend[c] = 0; pendF[c] = 0; pendS[c] = 0 }
 
+#ifdef EMIT
+/* emit_a, in every state: an outbox only on a completion, its own work's,
+ * committed with it. */
+active proctype Outbox()
+{
+end:	do
+	:: atomic { !(EMIT_INV) ->
+		printf("MSC: the record: status %d (2 COMPLETED), owner o%d, outbox o%d\n", st, owner, ob);
+		assert(emit_a_outbox_iff_completion || EMIT_INV) }
+	od
+}
+#endif
+
 #ifndef TX
 active proctype Downstream()
 {
@@ -782,8 +1112,20 @@ end:	do
 }
 #endif
 
+/* The last delivery's Acquire (init): with TX, at a time after every lock
+ * and before the window's end; without, after every lock and before the
+ * window of the completion it finds ends (see init). */
+#ifdef TX
+#define LAST_ACQUIRE ACQUIRE_COND(now)
+#else
+#define LAST_ACQUIRE (st != DONE)
+#endif
+
 init
 {
+#ifdef EMIT
+	byte w;
+#endif
 	if
 	:: drop = 0
 	:: drop = 1
@@ -791,30 +1133,74 @@ init
 	atomic { run Consumer(0); run Consumer(1) }
 	(nfinished == NCONS);
 	assert(d_no_message_left_received || (msg[0] != INF && msg[1] != INF));
-#ifdef TX
-	/* (e) at least once, once the messages stop failing: the consumers are
+#if defined(TX) || defined(EMIT)
+	/* The last delivery, once the messages stop failing: the consumers are
 	 * done (the bounds ran out, or the messages are gone) and nothing of
 	 * theirs is in flight. A message still in SQS is delivered once more,
-	 * after every lock has expired, and nothing fails: Acquire (its
-	 * condition as above), the function, the commit, with no fault. Then K's
-	 * effect is committed, unless every message went to the operator queue
-	 * or was dropped (the documented loss of IN_PROGRESS=drop). */
+	 * after every lock has expired, and nothing fails: Acquire, the
+	 * function, the completion (TX: the commit), the relay, with no fault.
+	 * (e), TX: then K's effect is committed, unless every message went to
+	 * the operator queue or was dropped (the documented loss of
+	 * IN_PROGRESS=drop).
+	 * EMIT: the delivery comes before the window of a completion it finds
+	 * ends (SQS redelivers within the visibility timeout; the window is a
+	 * day): a completion is a duplicate, and its pending message is relayed
+	 * (sent, marked sent). Then emit_c: every committed message was
+	 * received exactly once, but for one whose outbox went, still pending,
+	 * with its completion after the window ended (winLost; with TX the
+	 * window outlasts the run: never). */
 	atomic {
+#ifdef TX
 		now = MAXT + LOCK + 1;
+#endif
 		if
 		:: msg[0] == VIS || msg[1] == VIS ->
 			printf("MSC: t=%d: the last delivery, with no fault\n", now);
 			if
-			:: ACQUIRE_COND(now) ->
-				APPLY_EFFECT; st = DONE; expAt = now + WINDOW; lockExp = 0
+			:: LAST_ACQUIRE ->
+#ifdef EMIT
+				if
+				:: st == ABSENT -> fence = SEED
+				:: else
+				fi;
+				fence = fence + 1; owner = LASTW; ob = LASTW; committed[LASTW] = 1;
+				printf("MSC: the last delivery acquires (fence %d) and completes, with o%d's message\n", fence, LASTW);
+#endif
+#ifdef TX
+				APPLY_EFFECT;
+#endif
+				st = DONE; expAt = now + WINDOW; lockExp = 0
 			:: else ->          /* a duplicate, or a key that stays blocked */
 				printf("MSC: acquire refused: status %d (1 PROCESSING, 2 COMPLETED), owner o%d\n", st, owner)
 			fi;
+#ifdef EMIT
+			if
+			:: ob != 0 ->       /* relayed: sent, then marked sent */
+				w = ob;
+				printf("MSC: the last delivery sends o%d's message, id %d\n", w, EMIT_ID(fence, LASTW));
+				EMIT_SEND(w, EMIT_ID(fence, LASTW));
+				EMIT_MARK
+			:: else
+			fi;
+#endif
 			msg[0] = DEL; msg[1] = DEL
 		:: else
 		fi;
+#ifdef TX
 		assert(e_effect_at_least_once || eff > 0 ||
-		       ((fwd[0] || dropped[0]) && (fwd[1] || dropped[1])))
+		       ((fwd[0] || dropped[0]) && (fwd[1] || dropped[1])));
+#endif
+#ifdef EMIT
+		w = 1;
+		do
+		:: w < NW ->
+			assert(emit_c_received_exactly_once || !committed[w] || winLost[w] || recvd[w] == 1);
+			assert(emit_d_sent_only_if_committed || committed[w] || recvd[w] == 0);
+			w++
+		:: else -> break
+		od;
+#endif
+		skip
 	}
 #endif
 }

@@ -17,18 +17,24 @@ model="$here/dedupe.pml"
 
 # Configurations of the exhaustive search: Do calls, clock ticks, faults;
 # the plain completion's, then the transactional one's (-DTX, a smaller
-# state space: tx covers time and calls together).
+# state space: tx covers time and calls together), then the emits' (-DEMIT,
+# over each completion: emit-tx has two faults, so that a fault of the relay
+# can follow another).
 configs=(
   "time:-DMAXDO=3 -DMAXT=3 -DMAXFAULT=1"
   "faults:-DMAXDO=3 -DMAXT=2 -DMAXFAULT=2"
   "calls:-DMAXDO=4 -DMAXT=2 -DMAXFAULT=1"
   "tx:-DTX -DMAXDO=4 -DMAXT=3 -DMAXFAULT=1"
   "tx-faults:-DTX -DMAXDO=3 -DMAXT=2 -DMAXFAULT=2"
+  "emit:-DEMIT -DMAXDO=3 -DMAXT=2 -DMAXFAULT=1"
+  "emit-tx:-DEMIT -DTX -DMAXDO=3 -DMAXT=2 -DMAXFAULT=2"
 )
 # The mutants run in the smallest configuration that reaches every one. See
 # README.md, "Mutants", for what each one breaks. An entry is the mutant's
 # name, then any other flags it needs (-DTX: a bug of the transactional
-# completion).
+# completion; -DEMIT: of the emits, each run with the plain completion and,
+# where it applies to both, with -DTX too; MUTANT_EMIT_MARK_UNCONDITIONAL
+# needs a completion's window to end within the run, which -DTX's does not).
 mutant_config="-DMAXDO=3 -DMAXT=2 -DMAXFAULT=1"
 mutants=(
   MUTANT_NO_OWN_CHECK
@@ -46,6 +52,17 @@ mutants=(
   "MUTANT_TX_REPEAT_APPLIES -DTX"
   "MUTANT_TX_RELEASE_UNKNOWN -DTX -DMUTANT_RELEASE_OWNER_ONLY"
   "MUTANT_TX_UNKNOWN_PROCESSED -DTX"
+  "MUTANT_EMIT_SEND_BEFORE_COMMIT -DEMIT"
+  "MUTANT_EMIT_SEND_BEFORE_COMMIT -DEMIT -DTX"
+  "MUTANT_EMIT_ID_CHANGES -DEMIT"
+  "MUTANT_EMIT_ID_CHANGES -DEMIT -DTX"
+  "MUTANT_EMIT_MARK_BEFORE_SEND -DEMIT"
+  "MUTANT_EMIT_MARK_BEFORE_SEND -DEMIT -DTX"
+  "MUTANT_EMIT_DELETE_PENDING -DEMIT"
+  "MUTANT_EMIT_DELETE_PENDING -DEMIT -DTX"
+  "MUTANT_EMIT_MARK_UNCONDITIONAL -DEMIT"
+  "MUTANT_EMIT_TAKEOVER_KEEPS_OUTBOX -DEMIT"
+  "MUTANT_EMIT_UNRECORDED_DELETES -DEMIT"
 )
 
 command -v spin >/dev/null 2>&1 || { echo "spin is not installed: apt-get install -y spin" >&2; exit 1; }
@@ -71,7 +88,7 @@ verify() {
   # -DSAFETY: every property is an assertion or an end state (no never
   # claim), so pan leaves out its cycle detection: 15% faster.
   gcc "$cc_opt" -w -DSAFETY -DMEMLIM=4096 -o pan pan.c >gcc.out 2>&1 || { cat gcc.out >&2; return 2; }
-  # -m: search depth (the deepest run is about 120 steps); stop at the first error.
+  # -m: search depth (the deepest run is about 120 steps, 140 with -DEMIT); stop at the first error.
   ./pan -m2000 >pan.out 2>&1 || true
 }
 

@@ -148,7 +148,7 @@ func TestCommitTokenAppliesOnce(t *testing.T) {
 	}
 	proxy.Script("TransactWriteItems", faultproxy.FailAfter)
 	api.take()
-	if err := tx.Commit(ctx, now.Add(time.Hour), []byte("r")); err != nil {
+	if err := tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour), Result: []byte("r")}); err != nil {
 		t.Fatalf("commit whose first answer was lost: %v", err)
 	}
 	if proxy.Pending() != 0 {
@@ -198,11 +198,11 @@ func TestCommitTokenOtherWrites(t *testing.T) {
 	if err := fx.Add(ctx, second, "second", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Commit(ctx, now.Add(time.Hour), []byte("first")); err != nil {
+	if err := first.Commit(ctx, store.Completion{Until: now.Add(time.Hour), Result: []byte("first")}); err != nil {
 		t.Fatalf("first commit: %v", err)
 	}
 	api.take()
-	err = second.Commit(ctx, now.Add(time.Hour), []byte("second"))
+	err = second.Commit(ctx, store.Completion{Until: now.Add(time.Hour), Result: []byte("second")})
 	calls := api.take()
 	t.Logf("second commit: %v (calls %v)", err, calls)
 	if !errors.Is(err, store.ErrNotCommitted) {
@@ -296,7 +296,7 @@ func TestTransactionAtAddsSizeLimitOnLocal(t *testing.T) {
 	if err := dynamostore.Add(txCtx, put("r11", 1024-2-3+1)); err == nil || !strings.Contains(err.Error(), "4 MB") {
 		t.Fatalf("Add past the limit: %v, want the 4 MB refusal", err)
 	}
-	if err := tx.Commit(ctx, now.Add(time.Hour), nil); err != nil {
+	if err := tx.Commit(ctx, store.Completion{Until: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("commit of a transaction at Add's limit: %v", err)
 	}
 	// A scan's page holds 1 MB of items: the count is the pages' sum.
