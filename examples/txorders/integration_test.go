@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +92,11 @@ func dynamoTarget(t *testing.T) target {
 			if plain {
 				trigger = completionUpdate
 			}
-			return startDynamoProxy(t, url, trigger, lose)
+			action := holdRequest
+			if lose {
+				action = loseAnswer
+			}
+			return startDynamoProxy(t, url, trigger, action)
 		},
 	}
 }
@@ -221,27 +226,48 @@ func nestedReceipt(t *testing.T, tg target, storeName string) {
 // (held, or applied with its answer lost), kills it there with SIGKILL,
 // then runs the retry, which must succeed: it writes the row, or finds
 // the order recorded.
-func killedAtCommit(t *testing.T, tg target, order string, plain, lose bool) {
+func killedAtCommit(t *testing.T, tg target, order string, plain, lose bool, extra ...string) {
 	t.Helper()
-	proxy := tg.proxy(t, plain, lose)
-	args := []string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout}
-	if plain {
-		args = append(args, "-plain")
-	}
+	killedAt(t, tg, tg.proxy(t, plain, lose), order, slices.Concat(extra, []string{flagIf(plain, "-plain")})...)
+}
+
+// killedAt runs the program with extra through proxy, kills it with
+// SIGKILL once the proxy has acted, then runs the retry (the same
+// arguments, without the proxy), which must succeed; it returns the
+// retry's output.
+func killedAt(t *testing.T, tg target, proxy *commitProxy, order string, extra ...string) string {
+	t.Helper()
+	args := killAt(t, tg, proxy, order, extra...)
+	return retry(t, tg, args)
+}
+
+// killAt runs the program with extra through proxy and kills it with
+// SIGKILL once the proxy has acted; it returns the run's arguments.
+func killAt(t *testing.T, tg target, proxy *commitProxy, order string, extra ...string) []string {
+	t.Helper()
+	args := slices.Concat([]string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout}, extra)
 	first := startRun(t, tg, proxy.addr, args...)
 	select {
 	case <-proxy.hit:
 	case <-first.done:
-		t.Fatalf("the first run ended before its commit reached the proxy: exit %d\n%s", first.code, first.output())
+		t.Fatalf("the first run ended before the proxy acted on its request: exit %d\n%s", first.code, first.output())
 	case <-time.After(runLimit):
-		t.Fatalf("no commit reached the proxy within %s\n%s", runLimit, first.output())
+		t.Fatalf("the proxy did not act within %s\n%s", runLimit, first.output())
 	}
 	first.kill(t)
-	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-wait", retryWait, flagIf(plain, "-plain"))
+	return args
+}
+
+// retry runs the program with args, without a proxy, waiting for a dead
+// holder's lock to expire: it must succeed. It returns its output.
+func retry(t *testing.T, tg target, args []string) string {
+	t.Helper()
+	code, out := runToEnd(t, tg, tg.addr, slices.Concat(args, []string{"-wait", retryWait})...)
 	if code != exitOK {
 		t.Fatalf("the retry: exit %d, want %d\n%s", code, exitOK, out)
 	}
 	t.Logf("the retry: %s", firstLine(out))
+	return out
 }
 
 // pausedPastLock runs a holder that writes its row and waits (-hold),
@@ -250,15 +276,15 @@ func killedAtCommit(t *testing.T, tg target, order string, plain, lose bool) {
 // on: its lock is lost. In the transaction, that is its commit refused, and
 // its exit says so; with -plain its row is written already, and sqsonce
 // reports its completion unrecorded (logged) as Do's nil.
-func pausedPastLock(t *testing.T, tg target, order string, plain bool) {
+func pausedPastLock(t *testing.T, tg target, order string, plain bool, extra ...string) {
 	t.Helper()
-	args := []string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-hold", flagIf(plain, "-plain")}
-	first := startRun(t, tg, tg.addr, args...)
+	args := slices.Concat([]string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, flagIf(plain, "-plain")}, extra)
+	first := startRun(t, tg, tg.addr, slices.Concat(args, []string{"-hold"})...)
 	first.waitLine(t, "holding")
 	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	code, out := runToEnd(t, tg, tg.addr, "-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, "-wait", retryWait, flagIf(plain, "-plain"))
+	code, out := runToEnd(t, tg, tg.addr, slices.Concat(args, []string{"-wait", retryWait})...)
 	if code != exitOK || !strings.Contains(out, "recorded by run") {
 		t.Fatalf("the second holder: exit %d, want %d and the order recorded\n%s", code, exitOK, out)
 	}

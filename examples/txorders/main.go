@@ -15,18 +15,36 @@
 // write and its completion leaves the row, and the next run writes another.
 // The example's test shows both.
 //
+// With -emit QUEUE_URL the handler also emits an OrderAccepted message to
+// the next stage's queue with sqsonce.Emit: it commits with the order's
+// completion and is sent after it (Config.Sender), with a stable id, the
+// sqs-once-emit-id attribute. A run that dies after the commit and before
+// the send leaves the order "completed, message pending", and the next run
+// for the order sends it before it answers "already recorded": the
+// redelivery is the relay. -ship QUEUE_URL is the next stage: it receives
+// the queue's messages and records one shipment per message under Do keyed
+// on the emit id, so a message sent twice ships once. -emit-inline
+// QUEUE_URL is the control: the handler sends the message itself, as a
+// handler must without Emit, so a run that dies after the send sends it
+// again.
+//
 //	txorders -store dynamodb -setup                    # create the tables
 //	txorders -store dynamodb -order A-1001 -amount 1250
 //	txorders -store dynamodb -order A-1001 -count      # prints 1
+//	txorders -store dynamodb -order A-1001 -amount 1250 -emit "$QUEUE"
+//	txorders -store dynamodb -ship "$QUEUE"            # stage 2
+//	txorders -store dynamodb -order A-1001 -count-shipments
 //
-// DynamoDB is reached with the SDK's default configuration (AWS_REGION,
-// credentials, AWS_ENDPOINT_URL for a local emulator); PostgreSQL with the
-// connection string in -database (default: DATABASE_URL).
+// DynamoDB and SQS are reached with the SDK's default configuration
+// (AWS_REGION, credentials, AWS_ENDPOINT_URL for a local emulator);
+// PostgreSQL with the connection string in -database (default:
+// DATABASE_URL).
 package main
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +58,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -47,12 +67,13 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 // Exit statuses.
 const (
-	exitOK       = 0 // the order recorded, by this run or an earlier one
-	exitFailed   = 1 // the handler or its commit failed: run again
+	exitOK       = 0 // the order recorded (and its message sent), by this run or an earlier one
+	exitFailed   = 1 // the handler or its commit failed, or its message is not sent yet: run again
 	exitUsage    = 2
 	exitLockLost = 3 // the lock was taken over while the handler ran: nothing of this run was committed
 )
@@ -64,6 +85,7 @@ func main() {
 // options are the command line's.
 type options struct {
 	store, records, orders, database string
+	shipments                        string
 	order                            string
 	amount                           int64
 	lockTimeout, wait                time.Duration
@@ -73,6 +95,11 @@ type options struct {
 	// by a goroutine after the handler returned, and a handler failing
 	// after its writes.
 	receipt, leak, fail bool
+	// emit and emitInline are the queue URL the handler sends
+	// OrderAccepted to, with sqsonce.Emit or itself; ship the queue stage
+	// 2 receives from.
+	emit, emitInline, ship string
+	countShipments         bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -82,6 +109,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.store, "store", "dynamodb", `"dynamodb" or "postgres"`)
 	fs.StringVar(&o.records, "records", "txorders_records", "the idempotency records' table")
 	fs.StringVar(&o.orders, "orders", "txorders_orders", "the orders' table")
+	fs.StringVar(&o.shipments, "shipments", "txorders_shipments", "the shipments' table (stage 2, -ship)")
 	fs.StringVar(&o.database, "database", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (-store postgres)")
 	fs.StringVar(&o.order, "order", "", "the order id: the idempotency key")
 	fs.Int64Var(&o.amount, "amount", 0, "the order's amount in cents")
@@ -95,17 +123,26 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.receipt, "receipt", false, `also write a receipt row (order "<order>/receipt") under a nested Do on a second processor whose store is an instrumented wrapper with no transactions: the receipt's write is refused, since it would join the order's transaction and be lost if that rolled back after the receipt's key completed`)
 	fs.BoolVar(&o.leak, "leak", false, "write a second order row from a goroutine after the handler returned, and say whether the write was refused (it must be: the transaction has ended)")
 	fs.BoolVar(&o.fail, "fail", false, "make the handler fail after its writes (a later step failing): nothing of it commits")
+	fs.StringVar(&o.emit, "emit", "", "the queue URL of stage 2: the handler emits OrderAccepted there with sqsonce.Emit (committed with the order, sent after the commit, with a stable emit id)")
+	fs.StringVar(&o.emitInline, "emit-inline", "", "the control: the handler sends OrderAccepted to this queue URL itself, inside the handler, as a handler must without Emit")
+	fs.StringVar(&o.ship, "ship", "", "stage 2: receive the messages of this queue URL until it is empty, record one shipment per message under Do keyed on its emit id, delete it, and exit")
+	fs.BoolVar(&o.countShipments, "count-shipments", false, "print the number of shipment rows of -order, and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	switch {
 	case o.store != "dynamodb" && o.store != "postgres":
 		return o, fmt.Errorf(`-store %q: "dynamodb" or "postgres"`, o.store)
-	case o.order == "" && !o.setup:
+	case o.order == "" && !o.setup && o.ship == "":
 		return o, errors.New("-order: required")
+	case o.emit != "" && o.emitInline != "":
+		return o, errors.New("-emit and -emit-inline: one or the other")
 	}
 	return o, nil
 }
+
+// needsSQS says whether the run sends or receives messages.
+func (o options) needsSQS() bool { return o.emit != "" || o.emitInline != "" || o.ship != "" }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
@@ -126,8 +163,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitUsage
 		}
 		return exitOK
-	case o.count:
-		n, err := b.count(ctx, o.order)
+	case o.count, o.countShipments:
+		table := o.orders
+		if o.countShipments {
+			table = o.shipments
+		}
+		n, err := b.count(ctx, table, o.order)
 		if err != nil {
 			fmt.Fprintln(stderr, "txorders: count:", err)
 			return exitUsage
@@ -145,9 +186,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				fmt.Fprintln(stderr, "txorders: status:", err)
 				return exitUsage
 			}
+			// The messages its completion committed and nobody has
+			// marked sent yet: the next run for the order sends them.
+			if pending, err := sqsonce.Pending(rec); err != nil {
+				status += fmt.Sprintf(", messages unreadable: %v", err)
+			} else if len(pending) > 0 {
+				status += fmt.Sprintf(", %d message(s) pending", len(pending))
+			}
 			fmt.Fprintf(stdout, "%s: %s\n", prefix, status)
 		}
 		return exitOK
+	case o.ship != "":
+		return ship(ctx, b, o, stdout, stderr)
 	}
 	return process(ctx, b, o, stdin, stdout, stderr)
 }
@@ -160,10 +210,17 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 		KeyPrefix:      "txorders",
 		LockTimeout:    o.lockTimeout,
 		WaitInProgress: o.wait,
-		Logger:         slog.New(slog.NewTextHandler(stderr, nil)),
+		// Set whenever there is one, not only with -emit: a run that
+		// finds the order completed with its message pending sends it.
+		Sender: b.sender,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "txorders:", err)
+		return exitUsage
+	}
+	if o.emitInline != "" && b.sqs == nil {
+		fmt.Fprintln(stderr, "txorders: -emit-inline: no SQS client")
 		return exitUsage
 	}
 	receipts, err := sqsonce.New(sqsonce.Config{
@@ -179,9 +236,9 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 	returned := make(chan struct{})
 	late := make(chan error, 1)
 	err = p.Do(ctx, o.order, func(ctx context.Context) error {
-		write := b.addOrder
+		write := func(ctx context.Context, row orderRow) error { return b.add(ctx, o.orders, row) }
 		if o.plain {
-			write = b.writeOrder
+			write = func(ctx context.Context, row orderRow) error { return b.write(ctx, o.orders, row) }
 		}
 		if err := write(ctx, row); err != nil {
 			return err
@@ -190,6 +247,20 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 			receipt := orderRow{OrderID: o.order + "/receipt", AmountCents: o.amount, Run: row.Run}
 			if err := receipts.Do(ctx, o.order, func(ctx context.Context) error { return write(ctx, receipt) }); err != nil {
 				return fmt.Errorf("receipt: %w", err)
+			}
+		}
+		if o.emit != "" {
+			// Staged, not sent: it commits with the order row and the
+			// completion, and Do sends it once they are committed.
+			if err := sqsonce.Emit(ctx, accepted(row).message(o.emit)); err != nil {
+				return err
+			}
+		}
+		if o.emitInline != "" {
+			// Sent now, before the commit: a run that dies after this
+			// line sends it again on the retry.
+			if err := accepted(row).send(ctx, b.sqs, o.emitInline); err != nil {
+				return fmt.Errorf("send OrderAccepted: %w", err)
 			}
 		}
 		if o.leak {
@@ -220,6 +291,9 @@ func process(ctx context.Context, b *backend, o options, stdin io.Reader, stdout
 	case err == nil:
 		fmt.Fprintf(stdout, "order %s: recorded by run %s\n", o.order, row.Run)
 		return exitOK
+	case errors.Is(err, sqsonce.ErrEmitPending):
+		fmt.Fprintf(stdout, "order %s: recorded, its message not sent yet (run again to send it): %v\n", o.order, err)
+		return exitFailed
 	case errors.Is(err, sqsonce.ErrDuplicate):
 		fmt.Fprintf(stdout, "order %s: already recorded\n", o.order)
 		return exitOK
@@ -257,7 +331,8 @@ func hold(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 
 // orderRow is the handler's effect: one row per run of the handler (Run
 // tells them apart), so a second run's row is a second row, as a charge, an
-// INSERT with a generated key or a counter's increment would be.
+// INSERT with a generated key or a counter's increment would be. A
+// shipment, stage 2's effect, is the same row in the shipments table.
 type orderRow struct {
 	OrderID     string
 	AmountCents int64
@@ -266,29 +341,166 @@ type orderRow struct {
 
 func newRunID() string { return rand.Text() }
 
-// backend is one store and its orders table.
+// orderAccepted is the message stage 1 sends stage 2 for an order.
+type orderAccepted struct {
+	Type        string `json:"type"`
+	OrderID     string `json:"orderId"`
+	AmountCents int64  `json:"amountCents"`
+}
+
+func accepted(row orderRow) orderAccepted {
+	return orderAccepted{Type: "OrderAccepted", OrderID: row.OrderID, AmountCents: row.AmountCents}
+}
+
+func (m orderAccepted) body() string {
+	b, _ := json.Marshal(m) // strings and an integer: it cannot fail
+	return string(b)
+}
+
+// message is m as sqsonce.Emit stages it for the queue at queueURL.
+func (m orderAccepted) message(queueURL string) sqsonce.Message {
+	return sqsonce.Message{To: "sqs:" + queueURL, Body: m.body(), Attributes: map[string]string{"type": m.Type}}
+}
+
+// send sends m to the queue at queueURL now, as a handler without Emit
+// does: the message carries no emit id.
+func (m orderAccepted) send(ctx context.Context, api sqsAPI, queueURL string) error {
+	_, err := api.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(queueURL),
+		MessageBody: aws.String(m.body()),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"type": {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
+		},
+	})
+	return err
+}
+
+// sqsAPI is the SQS calls the control's send and stage 2 make.
+type sqsAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// shipmentKey is the idempotency key of a message at stage 2: its emit id,
+// the same on every send of one emitted message. A message without one
+// (the control's, sent by the handler itself) has nothing stable to key
+// on but its SQS message id, new on every send.
+func shipmentKey(m sqstypes.Message) string {
+	if a, ok := m.MessageAttributes[sqsonce.AttrEmitID]; ok && aws.ToString(a.StringValue) != "" {
+		return aws.ToString(a.StringValue)
+	}
+	return "message-id:" + aws.ToString(m.MessageId)
+}
+
+// ship is stage 2: it receives o.ship's messages until a receive finds
+// none, and for each records one shipment row under Do keyed on the
+// message's shipmentKey (in the lock's transaction, as stage 1 records its
+// order), then deletes the message: a copy of a message already shipped is
+// a duplicate, deleted without a second row. A message whose shipment
+// fails is left for SQS to deliver again.
+func ship(ctx context.Context, b *backend, o options, stdout, stderr io.Writer) int {
+	if b.sqs == nil {
+		fmt.Fprintln(stderr, "txorders: -ship: no SQS client")
+		return exitUsage
+	}
+	p, err := sqsonce.New(sqsonce.Config{
+		Store:          b.store,
+		KeyPrefix:      "txorders-shipments",
+		LockTimeout:    o.lockTimeout,
+		WaitInProgress: o.wait,
+		Logger:         slog.New(slog.NewTextHandler(stderr, nil)),
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "txorders:", err)
+		return exitUsage
+	}
+	var received, shipped, dropped, failed int
+	for {
+		out, err := b.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:              aws.String(o.ship),
+			MaxNumberOfMessages:   10,
+			WaitTimeSeconds:       1,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "txorders: -ship: receive:", err)
+			return exitFailed
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			received++
+			key := shipmentKey(m)
+			var msg orderAccepted
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &msg); err != nil || msg.OrderID == "" {
+				failed++
+				fmt.Fprintf(stdout, "message %s: not an order's message, left in the queue: %q\n", aws.ToString(m.MessageId), aws.ToString(m.Body))
+				continue
+			}
+			row := orderRow{OrderID: msg.OrderID, AmountCents: msg.AmountCents, Run: newRunID()}
+			err := p.Do(ctx, key, func(ctx context.Context) error { return b.add(ctx, o.shipments, row) })
+			switch {
+			case err == nil:
+				shipped++
+				fmt.Fprintf(stdout, "message %s (key %s): order %s shipped by run %s\n", aws.ToString(m.MessageId), key, msg.OrderID, row.Run)
+			case errors.Is(err, sqsonce.ErrDuplicate):
+				dropped++
+				fmt.Fprintf(stdout, "message %s (key %s): order %s already shipped, a copy dropped\n", aws.ToString(m.MessageId), key, msg.OrderID)
+			default:
+				failed++
+				fmt.Fprintf(stdout, "message %s (key %s): order %s not shipped, left in the queue: %v\n", aws.ToString(m.MessageId), key, msg.OrderID, err)
+				continue
+			}
+			if _, err := b.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(o.ship), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				// Delivered again later: a duplicate by then.
+				fmt.Fprintf(stderr, "txorders: -ship: delete message %s: %v\n", aws.ToString(m.MessageId), err)
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "received %d messages: %d shipped, %d duplicates dropped, %d failed\n", received, shipped, dropped, failed)
+	if failed > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// backend is one store, its tables, and the SQS clients.
 type backend struct {
 	store store.Store
-	// addOrder writes the row in the work's transaction; writeOrder
+	// add writes a row to a table in the work's transaction; write
 	// outside it.
-	addOrder, writeOrder func(ctx context.Context, row orderRow) error
-	setup                func(ctx context.Context) error
-	count                func(ctx context.Context, orderID string) (int, error)
+	add, write func(ctx context.Context, table string, row orderRow) error
+	setup      func(ctx context.Context) error
+	count      func(ctx context.Context, table, orderID string) (int, error)
+	// sqs sends the control's messages and receives stage 2's; sender
+	// sends the emitted ones (Config.Sender). Nil on PostgreSQL unless a
+	// flag needs SQS.
+	sqs    sqsAPI
+	sender sqsonce.Sender
 }
 
 func newBackend(ctx context.Context, o options) (*backend, func(), error) {
-	if o.store == "postgres" {
+	if o.store == "postgres" && !o.needsSQS() {
 		return newPostgres(ctx, o)
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
-	return newDynamo(dynamodb.NewFromConfig(awsCfg), o), func() {}, nil
+	b, closeBackend := newDynamo(dynamodb.NewFromConfig(awsCfg), o), func() {}
+	if o.store == "postgres" {
+		if b, closeBackend, err = newPostgres(ctx, o); err != nil {
+			return nil, nil, err
+		}
+	}
+	b.sqs, b.sender = sqs.NewFromConfig(awsCfg), targets.NewSender(awsCfg)
+	return b, closeBackend, nil
 }
 
 // newDynamo is the DynamoDB backend: the transactional store, and the
-// order row as an item keyed by order id and run.
+// order and shipment rows as items keyed by order id and run.
 func newDynamo(client *dynamodb.Client, o options) *backend {
 	item := func(row orderRow) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{
@@ -297,13 +509,27 @@ func newDynamo(client *dynamodb.Client, o options) *backend {
 			"amountCents": &types.AttributeValueMemberN{Value: strconv.FormatInt(row.AmountCents, 10)},
 		}
 	}
+	rowsTable := func(name string) *dynamodb.CreateTableInput {
+		return &dynamodb.CreateTableInput{
+			TableName: aws.String(name),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("orderId"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("run"), KeyType: types.KeyTypeRange},
+			},
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String("orderId"), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String("run"), AttributeType: types.ScalarAttributeTypeS},
+			},
+			BillingMode: types.BillingModePayPerRequest,
+		}
+	}
 	return &backend{
 		store: dynamostore.NewTransactional(client, o.records),
-		addOrder: func(ctx context.Context, row orderRow) error {
-			return dynamostore.Add(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(o.orders), Item: item(row)}})
+		add: func(ctx context.Context, table string, row orderRow) error {
+			return dynamostore.Add(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item(row)}})
 		},
-		writeOrder: func(ctx context.Context, row orderRow) error {
-			_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(o.orders), Item: item(row)})
+		write: func(ctx context.Context, table string, row orderRow) error {
+			_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item(row)})
 			return err
 		},
 		setup: func(ctx context.Context) error {
@@ -314,18 +540,8 @@ func newDynamo(client *dynamodb.Client, o options) *backend {
 					AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(dynamostore.AttrID), AttributeType: types.ScalarAttributeTypeS}},
 					BillingMode:          types.BillingModePayPerRequest,
 				},
-				{
-					TableName: aws.String(o.orders),
-					KeySchema: []types.KeySchemaElement{
-						{AttributeName: aws.String("orderId"), KeyType: types.KeyTypeHash},
-						{AttributeName: aws.String("run"), KeyType: types.KeyTypeRange},
-					},
-					AttributeDefinitions: []types.AttributeDefinition{
-						{AttributeName: aws.String("orderId"), AttributeType: types.ScalarAttributeTypeS},
-						{AttributeName: aws.String("run"), AttributeType: types.ScalarAttributeTypeS},
-					},
-					BillingMode: types.BillingModePayPerRequest,
-				},
+				rowsTable(o.orders),
+				rowsTable(o.shipments),
 			} {
 				_, err := client.CreateTable(ctx, t)
 				var exists *types.ResourceInUseException
@@ -335,9 +551,9 @@ func newDynamo(client *dynamodb.Client, o options) *backend {
 			}
 			return nil
 		},
-		count: func(ctx context.Context, orderID string) (int, error) {
+		count: func(ctx context.Context, table, orderID string) (int, error) {
 			out, err := client.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 aws.String(o.orders),
+				TableName:                 aws.String(table),
 				KeyConditionExpression:    aws.String("orderId = :o"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: orderID}},
 				Select:                    types.SelectCount,
@@ -352,38 +568,43 @@ func newDynamo(client *dynamodb.Client, o options) *backend {
 }
 
 // newPostgres is the PostgreSQL backend: pgstore on a pool, and the order
-// row as a row of the orders table, in the same database.
+// and shipment rows as rows of their tables, in the same database.
 func newPostgres(ctx context.Context, o options) (*backend, func(), error) {
 	pool, err := pgxpool.New(ctx, o.database)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-database: %w", err)
 	}
-	orders := pgx.Identifier{o.orders}.Sanitize()
-	insert := "INSERT INTO " + orders + " (order_id, run, amount_cents) VALUES ($1, $2, $3)"
+	insert := func(table string) string {
+		return "INSERT INTO " + pgx.Identifier{table}.Sanitize() + " (order_id, run, amount_cents) VALUES ($1, $2, $3)"
+	}
 	b := &backend{
 		store: pgstore.New(pool, o.records),
-		addOrder: func(ctx context.Context, row orderRow) error {
+		add: func(ctx context.Context, table string, row orderRow) error {
 			tx, err := pgstore.Tx(ctx)
 			if err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, insert, row.OrderID, row.Run, row.AmountCents)
+			_, err = tx.Exec(ctx, insert(table), row.OrderID, row.Run, row.AmountCents)
 			return err
 		},
-		writeOrder: func(ctx context.Context, row orderRow) error {
-			_, err := pool.Exec(ctx, insert, row.OrderID, row.Run, row.AmountCents)
+		write: func(ctx context.Context, table string, row orderRow) error {
+			_, err := pool.Exec(ctx, insert(table), row.OrderID, row.Run, row.AmountCents)
 			return err
 		},
 		setup: func(ctx context.Context) error {
 			if err := pgstore.CreateTable(ctx, pool, o.records); err != nil {
 				return err
 			}
-			_, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+orders+" (order_id text NOT NULL, run text NOT NULL, amount_cents bigint NOT NULL, PRIMARY KEY (order_id, run))")
-			return err
+			for _, table := range []string{o.orders, o.shipments} {
+				if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+pgx.Identifier{table}.Sanitize()+" (order_id text NOT NULL, run text NOT NULL, amount_cents bigint NOT NULL, PRIMARY KEY (order_id, run))"); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
-		count: func(ctx context.Context, orderID string) (int, error) {
+		count: func(ctx context.Context, table, orderID string) (int, error) {
 			var n int
-			err := pool.QueryRow(ctx, "SELECT count(*) FROM "+orders+" WHERE order_id = $1", orderID).Scan(&n)
+			err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()+" WHERE order_id = $1", orderID).Scan(&n)
 			return n, err
 		},
 	}

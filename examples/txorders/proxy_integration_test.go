@@ -17,11 +17,13 @@ import (
 )
 
 // A commitProxy stands between the program and its server and acts on the
-// program's commit request: the first request trigger picks. Held, it is
-// never forwarded (the commit not applied) and its connection stays open
-// until the program dies; lost, it is forwarded and applied, and its
-// answer never returned. hit is closed once it has acted: the commit held,
-// or applied.
+// program's commit request (or, for the emit tests, its send): the first
+// request trigger picks. Held, it is never forwarded (the commit not
+// applied) and its connection stays open until the program dies; lost, it
+// is forwarded and applied, and its answer never returned; reset (HTTP
+// only), it is forwarded and applied, and its connection reset instead of
+// the answer, which the SDK's retry takes for a failed call and sends
+// again. hit is closed once it has acted: the commit held, or applied.
 type commitProxy struct {
 	addr string
 	hit  chan struct{}
@@ -30,9 +32,24 @@ type commitProxy struct {
 
 func (p *commitProxy) acted() { p.once.Do(func() { close(p.hit) }) }
 
-// dynamoTrigger picks the commit among DynamoDB calls, by the call's
-// X-Amz-Target operation and its JSON body.
+// dynamoTrigger picks the commit among the AWS JSON calls that go to
+// moto_server, by the call's X-Amz-Target operation (DynamoDB's without
+// its "DynamoDB_20120810." prefix, SQS's with its "AmazonSQS.") and its
+// JSON body.
 type dynamoTrigger func(op string, body []byte) bool
+
+// sqsSendBatch is the send of emitted messages after the commit
+// (targets.Sender's SendMessageBatch).
+func sqsSendBatch(op string, _ []byte) bool { return op == "AmazonSQS.SendMessageBatch" }
+
+// proxyAction is what a commitProxy does to the request it picks.
+type proxyAction int
+
+const (
+	holdRequest proxyAction = iota // never forwarded
+	loseAnswer                     // forwarded; its answer held until the program dies
+	resetAnswer                    // forwarded; its connection reset instead of the answer
+)
 
 // transactWrite is the transactional store's commit: the record's
 // completion and the handler's writes in one TransactWriteItems.
@@ -60,9 +77,10 @@ func completionUpdate(op string, body []byte) bool {
 	return false
 }
 
-// startDynamoProxy is a commitProxy in front of the DynamoDB endpoint
-// target (an HTTP proxy: the SDK's endpoint is set to its URL).
-func startDynamoProxy(t *testing.T, target string, trigger dynamoTrigger, lose bool) *commitProxy {
+// startDynamoProxy is a commitProxy in front of the moto_server endpoint
+// target (an HTTP proxy: the SDK's endpoint is set to its URL, for
+// DynamoDB and SQS alike).
+func startDynamoProxy(t *testing.T, target string, trigger dynamoTrigger, action proxyAction) *commitProxy {
 	t.Helper()
 	p := &commitProxy{hit: make(chan struct{})}
 	var fired atomic.Bool
@@ -73,7 +91,7 @@ func startDynamoProxy(t *testing.T, target string, trigger dynamoTrigger, lose b
 		}
 		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 		act := trigger(op, body) && fired.CompareAndSwap(false, true)
-		if act && !lose {
+		if act && action == holdRequest {
 			p.acted()
 			<-r.Context().Done() // the program killed
 			return
@@ -95,6 +113,11 @@ func startDynamoProxy(t *testing.T, target string, trigger dynamoTrigger, lose b
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
+		if act && action == resetAnswer {
+			resetConn(w)
+			p.acted()
+			return
+		}
 		if act {
 			p.acted()
 			<-r.Context().Done()
@@ -114,6 +137,26 @@ func startDynamoProxy(t *testing.T, target string, trigger dynamoTrigger, lose b
 	t.Cleanup(func() { _ = srv.Close() })
 	p.addr = "http://" + ln.Addr().String()
 	return p
+}
+
+// resetConn closes the connection of w with a TCP reset, the answer
+// unwritten.
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		// Not on net/http's HTTP/1 server: a failure instead of the
+		// answer does as well.
+		http.Error(w, "the answer lost", http.StatusBadGateway)
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0) // close sends RST: the answer is gone
+	}
+	_ = conn.Close()
 }
 
 // pgTrigger picks the commit among the frontend messages of PostgreSQL's
