@@ -18,17 +18,27 @@ import (
 
 // Message is a message a work emits (Emit): staged in its lock, committed
 // with the key's completion, and sent once the completion is committed.
+//
+// An "events:" message is an EventBridge event: its Body, a JSON object,
+// is the event's detail, to which the Sender adds the member
+// EventDetailMember carrying the emit id ({"emitId": "..."}); its
+// Attributes may only name the event's source (AttrEventSource) and
+// detail-type (AttrEventDetailType), EventBridge having no message
+// attributes; it has no GroupID.
 type Message struct {
-	// To is the destination: "sqs:" and a queue URL, or "sns:" and a topic
-	// ARN. A FIFO queue or topic (its name ends in ".fifo") needs GroupID.
+	// To is the destination: "sqs:" and a queue URL, "sns:" and a topic
+	// ARN, or "events:" and an EventBridge bus name or ARN. A FIFO queue
+	// or topic (its name ends in ".fifo") needs GroupID.
 	To string
-	// Body is the message, at most MaxMessageBytes of UTF-8.
+	// Body is the message, at most MaxMessageBytes of UTF-8; for
+	// "events:", a JSON object without the member EventDetailMember.
 	Body string
 	// Attributes are string message attributes (at most 9 of yours: the
 	// tenth is the emit id, AttrEmitID). Their names follow SQS's rules.
+	// For "events:", only AttrEventSource and AttrEventDetailType.
 	Attributes map[string]string
 	// GroupID is the message group of a FIFO destination; refused by a
-	// standard one.
+	// standard one and by an event bus.
 	GroupID string
 }
 
@@ -60,10 +70,38 @@ type Sender interface {
 // message once, however often it was sent.
 const AttrEmitID = "sqs-once-emit-id"
 
+// The attributes of an "events:" message, which set its event's source
+// and detail-type, the fields EventBridge rules most often match on
+// ({"source": [...], "detail-type": [...]}). Unset, the Sender puts
+// targets.DefaultEventSource and targets.DefaultDetailType, as the events
+// target does. Emit refuses any other attribute on an "events:" message.
+const (
+	// AttrEventSource is the event's source: 1 to 256 bytes, not starting
+	// with "aws." (EventBridge keeps those for AWS's own events).
+	AttrEventSource = "source"
+	// AttrEventDetailType is the event's detail-type: 1 to 128 bytes.
+	AttrEventDetailType = "detail-type"
+)
+
+// EventDetailMember is the member of an EventBridge event's detail that
+// sqs-once adds: {"emitId": "<the emit id>"} on an emitted event, the key
+// and fence on one the events target forwards (targets.DetailMember).
+const EventDetailMember = "sqsOnce"
+
+// EventEmitIDPointer is where an emitted event's id is in the message a
+// rule delivers to an SQS queue (the whole event, no input path or
+// transformer): a downstream sqsonce consumer keyed on it
+// (IDEMPOTENCY_KEY=body:/detail/sqsOnce/emitId,
+// KeyFromBody(EventEmitIDPointer)) handles each emitted event once,
+// however often it was put.
+const EventEmitIDPointer = "/detail/" + EventDetailMember + "/emitId"
+
 // Limits of Emit.
 const (
 	// MaxMessageBytes is the largest Body Emit takes: SNS's limit for a
-	// message (SQS's own is larger), less room for its attributes.
+	// message (SQS's own is larger), less room for its attributes; on an
+	// event bus, EventBridge's 256 KiB for the whole entry less room for
+	// its source, detail-type, bus and emit id.
 	MaxMessageBytes = 256*1024 - 8*1024
 	// maxAttributes is SQS's limit of message attributes, less the emit
 	// id's.
@@ -102,16 +140,22 @@ type outbox struct {
 // the key) sends them before it answers "duplicate". Each message carries
 // a stable id (AttrEmitID), the same on every send of it, so a receiver
 // that drops repeats by it (a downstream sqsonce keyed on it, or a FIFO
-// destination's deduplication within five minutes) gets it once.
+// destination's deduplication within five minutes) gets it once. An event
+// carries it in its detail (EventEmitIDPointer), EventBridge having no
+// message attributes.
 //
 // Emit refuses, adding none of msgs, with an error naming the limit: no
 // lock in ctx; a Processor without Config.Sender; the work has returned
-// (store.ErrTxEnded); a destination that is not "sqs:<queue URL>" or
-// "sns:<topic ARN>"; a FIFO destination without GroupID, or a standard one
-// with it; a body over MaxMessageBytes or not UTF-8; more than 9
-// attributes, or one with an empty name or value; more than 100 messages
-// for the key; messages whose encoding would not fit the record beside the
-// result (store.MaxResultSize).
+// (store.ErrTxEnded); a destination that is not "sqs:<queue URL>",
+// "sns:<topic ARN>" or "events:<bus name or ARN>"; a FIFO destination
+// without GroupID, or a standard one or a bus with it; a body over
+// MaxMessageBytes or not UTF-8; more than 9 attributes, or one with an
+// empty name or value; for a bus, a body that is not a JSON object or has
+// the member EventDetailMember, an attribute other than AttrEventSource
+// and AttrEventDetailType, a source over 256 bytes or starting with "aws.",
+// a detail-type over 128 bytes; more than 100 messages for the key;
+// messages whose encoding would not fit the record beside the result
+// (store.MaxResultSize).
 func Emit(ctx context.Context, msgs ...Message) error {
 	ob, ok := leasectx.From(ctx).Outbox.(*outbox)
 	if !ok || ob == nil {
@@ -175,8 +219,10 @@ func (m Message) check() error {
 	switch {
 	case kind == "sqs" && (strings.HasPrefix(dest, "https://") || strings.HasPrefix(dest, "http://")):
 	case kind == "sns" && strings.HasPrefix(dest, "arn:") && strings.Contains(dest, ":sns:"):
+	case kind == "events":
+		return m.checkEvent(dest)
 	default:
-		return fmt.Errorf("destination %q: want \"sqs:\" and a queue URL, or \"sns:\" and a topic ARN", m.To)
+		return fmt.Errorf("destination %q: want \"sqs:\" and a queue URL, \"sns:\" and a topic ARN, or \"events:\" and a bus name or ARN", m.To)
 	}
 	switch {
 	case fifo && m.GroupID == "":
@@ -187,11 +233,11 @@ func (m Message) check() error {
 		return fmt.Errorf("GroupID of %d bytes, over 128", len(m.GroupID))
 	case m.Body == "":
 		return errors.New("empty body: SQS and SNS refuse it")
-	case len(m.Body) > MaxMessageBytes:
-		return fmt.Errorf("body of %d bytes, over MaxMessageBytes (%d)", len(m.Body), MaxMessageBytes)
-	case !utf8.ValidString(m.Body):
-		return errors.New("body is not UTF-8")
-	case len(m.Attributes) > maxAttributes:
+	}
+	if err := m.checkBody(); err != nil {
+		return err
+	}
+	if len(m.Attributes) > maxAttributes {
 		return fmt.Errorf("%d attributes, over %d (SQS's 10, less the emit id's)", len(m.Attributes), maxAttributes)
 	}
 	for name, v := range m.Attributes {
@@ -205,6 +251,98 @@ func (m Message) check() error {
 		}
 	}
 	return nil
+}
+
+// checkBody refuses a body over MaxMessageBytes or not UTF-8.
+func (m Message) checkBody() error {
+	switch {
+	case len(m.Body) > MaxMessageBytes:
+		return fmt.Errorf("body of %d bytes, over MaxMessageBytes (%d)", len(m.Body), MaxMessageBytes)
+	case !utf8.ValidString(m.Body):
+		return errors.New("body is not UTF-8")
+	}
+	return nil
+}
+
+// EventBridge's limits on an entry's source and detail-type, in bytes
+// (its own are 256 and 128 characters: bytes never count fewer).
+const (
+	maxEventSource     = 256
+	maxEventDetailType = 128
+)
+
+// checkEvent refuses an "events:" message to bus that EventBridge would
+// refuse, or that would lose what it carries: EventBridge has no message
+// attributes and no message groups, and its detail is a JSON object.
+func (m Message) checkEvent(bus string) error {
+	if !validBus(bus) {
+		return fmt.Errorf("destination %q: want \"events:\" and a bus name (1 to 256 of A-Z a-z 0-9 . _ / -) or ARN (arn:aws:events:<region>:<account>:event-bus/<name>)", m.To)
+	}
+	if m.GroupID != "" {
+		return fmt.Errorf("destination %s is an event bus: GroupID %q is refused there (EventBridge has no message groups)", m.To, m.GroupID)
+	}
+	if err := m.checkBody(); err != nil {
+		return err
+	}
+	var members map[string]json.RawMessage
+	if body := strings.TrimSpace(m.Body); !strings.HasPrefix(body, "{") || json.Unmarshal([]byte(body), &members) != nil {
+		return fmt.Errorf("destination %s is an event bus: the body must be a JSON object, the event's detail", m.To)
+	}
+	if _, taken := members[EventDetailMember]; taken {
+		return fmt.Errorf("the body's member %q is sqs-once's: it carries the event's emit id", EventDetailMember)
+	}
+	for name, v := range m.Attributes {
+		switch name {
+		case AttrEventSource:
+			switch {
+			case v == "" || len(v) > maxEventSource:
+				return fmt.Errorf("attribute %s of %d bytes: an event's source is 1 to %d", name, len(v), maxEventSource)
+			case strings.HasPrefix(v, "aws."):
+				return fmt.Errorf("attribute %s %q: EventBridge keeps the sources starting with \"aws.\" for AWS", name, v)
+			}
+		case AttrEventDetailType:
+			if v == "" || len(v) > maxEventDetailType {
+				return fmt.Errorf("attribute %s of %d bytes: an event's detail-type is 1 to %d", name, len(v), maxEventDetailType)
+			}
+		default:
+			return fmt.Errorf("attribute %q on an event: EventBridge has no message attributes; set only %s and %s, and put the rest in the body", name, AttrEventSource, AttrEventDetailType)
+		}
+	}
+	return nil
+}
+
+// validBus reports whether bus is a bus name or ARN in the forms the
+// events target takes (targets.ToBus): a name of 1 to 256 of [A-Za-z0-9._/-],
+// or arn:aws<partition>:events:<region>:<12 digits>:event-bus/<name>.
+func validBus(bus string) bool {
+	if !strings.HasPrefix(bus, "arn:") {
+		return busName(bus)
+	}
+	f := strings.SplitN(bus, ":", 6)
+	if len(f) != 6 || f[2] != "events" || !strings.HasPrefix(f[1], "aws") || len(f[4]) != 12 {
+		return false
+	}
+	name, ok := strings.CutPrefix(f[5], "event-bus/")
+	return ok && allBytes(f[1][3:], func(c byte) bool { return c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }) &&
+		f[3] != "" && allBytes(f[3], func(c byte) bool { return c == '-' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }) &&
+		allBytes(f[4], func(c byte) bool { return c >= '0' && c <= '9' }) && busName(name)
+}
+
+// busName reports whether s is 1 to 256 of [A-Za-z0-9._/-].
+func busName(s string) bool {
+	return len(s) >= 1 && len(s) <= 256 && allBytes(s, func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '/' || c == '-'
+	})
+}
+
+// allBytes reports whether every byte of s is ok.
+func allBytes(s string, ok func(byte) bool) bool {
+	for i := range len(s) {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // encodedSize is about what m adds to the encoded outbox.

@@ -32,8 +32,9 @@ const (
 )
 
 // DetailMember is the member of an event's Detail that carries the key and
-// fence: {"key": "...", "fence": 1700000000001}.
-const DetailMember = "sqsOnce"
+// fence: {"key": "...", "fence": 1700000000001}; on an event the Sender
+// puts, the emit id: {"emitId": "..."}.
+const DetailMember = sqsonce.EventDetailMember
 
 // EventsTarget puts each message on an event bus with PutEvents. A body
 // that is a JSON object is the Detail, with DetailMember added; any other
@@ -52,13 +53,23 @@ type EventsTarget struct {
 // Deliver puts the messages, ten calls at once. EventBridge keeps no order,
 // so a FIFO source's order is not kept beyond the bus.
 func (t *EventsTarget) Deliver(ctx context.Context, msgs []sqsonce.Delivery) []error {
-	errs := make([]error, len(msgs))
 	entries := make([]ebtypes.PutEventsRequestEntry, len(msgs))
 	sizes := make([]int, len(msgs))
 	for i, m := range msgs {
 		entries[i], sizes[i] = t.entryFor(m)
-		if sizes[i] > MaxEventsBytes {
-			errs[i] = refused(fmt.Errorf("targets: an event of %d bytes, over EventBridge's %d", sizes[i], MaxEventsBytes))
+	}
+	return t.putAll(ctx, entries, sizes)
+}
+
+// putAll puts entries (sizes[i] is entry i's as EventBridge counts it), at
+// most ten and MaxEventsBytes a call, ten calls at once, and returns each
+// entry's error: refused when it is over MaxEventsBytes, the call's error
+// when its call failed, its own when EventBridge failed it alone.
+func (t *EventsTarget) putAll(ctx context.Context, entries []ebtypes.PutEventsRequestEntry, sizes []int) []error {
+	errs := make([]error, len(entries))
+	for i, size := range sizes {
+		if size > MaxEventsBytes {
+			errs[i] = refused(fmt.Errorf("targets: an event of %d bytes, over EventBridge's %d", size, MaxEventsBytes))
 		}
 	}
 	batches := pack(errs, func(i int) int { return sizes[i] }, maxEventsBatchEntries, MaxEventsBytes)
@@ -106,20 +117,25 @@ func (t *EventsTarget) put(ctx context.Context, entries []ebtypes.PutEventsReque
 
 // entryFor is m as a PutEvents entry, with its size as EventBridge counts it.
 func (t *EventsTarget) entryFor(m sqsonce.Delivery) (ebtypes.PutEventsRequestEntry, int) {
-	source, detailType := t.Source, t.DetailType
+	return eventEntry(t.Bus, t.Source, t.DetailType, Detail(m))
+}
+
+// eventEntry is the PutEvents entry of detail on bus, with source and
+// detailType ("": DefaultEventSource and DefaultDetailType), and its size
+// as EventBridge counts it (the bus counted too, to be safe).
+func eventEntry(bus, source, detailType, detail string) (ebtypes.PutEventsRequestEntry, int) {
 	if source == "" {
 		source = DefaultEventSource
 	}
 	if detailType == "" {
 		detailType = DefaultDetailType
 	}
-	detail := Detail(m)
 	return ebtypes.PutEventsRequestEntry{
-		EventBusName: aws.String(t.Bus),
+		EventBusName: aws.String(bus),
 		Source:       aws.String(source),
 		DetailType:   aws.String(detailType),
 		Detail:       aws.String(detail),
-	}, 14 + len(source) + len(detailType) + len(detail) + len(t.Bus)
+	}, 14 + len(source) + len(detailType) + len(detail) + len(bus)
 }
 
 // Detail is the event Detail an events target puts for m.
@@ -128,18 +144,35 @@ func Detail(m sqsonce.Delivery) string {
 		Key   string `json:"key"`
 		Fence int64  `json:"fence"`
 	}{m.Key, m.Fence})
-	body := bytes.TrimSpace([]byte(m.Record.Body))
+	return detailWith(m.Record.Body, meta)
+}
+
+// emitDetail is the event Detail the Sender puts for m: its body, a JSON
+// object (Emit refuses any other), with DetailMember {"emitId": m.ID}.
+func emitDetail(m sqsonce.Outgoing) string {
+	meta, _ := json.Marshal(struct {
+		EmitID string `json:"emitId"`
+	}{m.ID})
+	return detailWith(m.Body, meta)
+}
+
+// detailWith is body as an event Detail carrying meta as DetailMember: a
+// body that is a JSON object without DetailMember, with the member added;
+// any other body wrapped, {"body": "<the body as a string>", DetailMember:
+// meta}.
+func detailWith(body string, meta json.RawMessage) string {
+	b := bytes.TrimSpace([]byte(body))
 	var members map[string]json.RawMessage
-	if len(body) > 0 && body[0] == '{' && json.Unmarshal(body, &members) == nil {
+	if len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &members) == nil {
 		if _, taken := members[DetailMember]; !taken {
-			inner := bytes.TrimSpace(body[1 : len(body)-1])
+			inner := bytes.TrimSpace(b[1 : len(b)-1])
 			sep := ","
 			if len(inner) == 0 {
 				sep = ""
 			}
-			return string(body[:len(body)-1]) + sep + `"` + DetailMember + `":` + string(meta) + "}"
+			return string(b[:len(b)-1]) + sep + `"` + DetailMember + `":` + string(meta) + "}"
 		}
 	}
-	wrapped, _ := json.Marshal(map[string]any{"body": m.Record.Body, DetailMember: json.RawMessage(meta)})
+	wrapped, _ := json.Marshal(map[string]any{"body": body, DetailMember: meta})
 	return string(wrapped)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -16,21 +18,33 @@ import (
 )
 
 // Sender is the sqsonce.Sender on AWS (Config.Sender): it sends a key's
-// emitted messages with SQS's SendMessageBatch and SNS's PublishBatch, ten
-// a call and within each service's batch size, every destination's calls
-// side by side and a FIFO group's in order. Each message carries its emit
-// id as the sqsonce.AttrEmitID attribute and, on a FIFO destination, as
-// its MessageDeduplicationId.
+// emitted messages with SQS's SendMessageBatch, SNS's PublishBatch and
+// EventBridge's PutEvents, ten a call and within each service's batch size,
+// every destination's calls side by side and a FIFO group's in order. Each
+// message carries its emit id as the sqsonce.AttrEmitID attribute and, on a
+// FIFO destination, as its MessageDeduplicationId; an event, which has no
+// attributes, in its detail (sqsonce.EventEmitIDPointer), put as the events
+// target puts it (EventsTarget): the body with DetailMember added, the
+// source and detail-type from the message's sqsonce.AttrEventSource and
+// sqsonce.AttrEventDetailType attributes, DefaultEventSource and
+// DefaultDetailType when unset. Each message gets its own error: the call's
+// when the call failed as a whole, the entry's when the service failed it
+// alone (SQS's and SNS's Failed, EventBridge's ErrorCode).
 type Sender struct {
-	SQS sqsmsg.BatchSender
-	SNS SNSAPI
+	// SQS, SNS and Events send to "sqs:", "sns:" and "events:"
+	// destinations; a message to one whose client is nil is refused.
+	SQS    sqsmsg.BatchSender
+	SNS    SNSAPI
+	Events EventsAPI
 }
 
 var _ sqsonce.Sender = (*Sender)(nil)
 
-// NewSender is the Sender on cfg's SQS and SNS clients.
+// NewSender is the Sender on cfg's SQS, SNS and EventBridge clients. The
+// function's role needs sqs:SendMessage on each queue, sns:Publish on each
+// topic and events:PutEvents on each bus it emits to.
 func NewSender(cfg aws.Config) *Sender {
-	return &Sender{SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg)}
+	return &Sender{SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Events: eventbridge.NewFromConfig(cfg)}
 }
 
 // Send implements sqsonce.Sender.
@@ -40,6 +54,8 @@ func (s *Sender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error {
 	queueOf := map[string]int{}
 	topics := map[string][]int{}
 	var topicOrder []string
+	buses := map[string][]int{}
+	var busOrder []string
 	for i, m := range msgs {
 		kind, dest, _ := strings.Cut(m.To, ":")
 		switch kind {
@@ -56,8 +72,13 @@ func (s *Sender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error {
 				topicOrder = append(topicOrder, dest)
 			}
 			topics[dest] = append(topics[dest], i)
+		case "events":
+			if _, ok := buses[dest]; !ok {
+				busOrder = append(busOrder, dest)
+			}
+			buses[dest] = append(buses[dest], i)
 		default:
-			errs[i] = refused(fmt.Errorf("targets: destination %q is neither sqs: nor sns:", m.To))
+			errs[i] = refused(fmt.Errorf("targets: destination %q is none of sqs:, sns: and events:", m.To))
 		}
 	}
 	done := make(chan struct{})
@@ -82,6 +103,9 @@ func (s *Sender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error {
 	}()
 	for _, topic := range topicOrder {
 		s.publish(ctx, topic, msgs, topics[topic], errs)
+	}
+	for _, bus := range busOrder {
+		s.putEvents(ctx, bus, msgs, buses[bus], errs)
 	}
 	<-done
 	return errs
@@ -142,5 +166,26 @@ func (s *Sender) publish(ctx context.Context, topic string, msgs []sqsonce.Outgo
 	sendAll(batches, group, func(batch []int) { t.publish(ctx, entries, batch, sub) })
 	for k, i := range idx {
 		errs[i] = sub[k]
+	}
+}
+
+// putEvents puts the messages idx of msgs on bus as events, in PutEvents
+// calls of at most ten entries and EventBridge's size.
+func (s *Sender) putEvents(ctx context.Context, bus string, msgs []sqsonce.Outgoing, idx []int, errs []error) {
+	if s.Events == nil {
+		for _, i := range idx {
+			errs[i] = refused(fmt.Errorf("targets: no EventBridge client to put events on %s", bus))
+		}
+		return
+	}
+	entries := make([]ebtypes.PutEventsRequestEntry, len(idx))
+	sizes := make([]int, len(idx))
+	for k, i := range idx {
+		m := msgs[i]
+		entries[k], sizes[k] = eventEntry(bus, m.Attributes[sqsonce.AttrEventSource], m.Attributes[sqsonce.AttrEventDetailType], emitDetail(m))
+	}
+	t := &EventsTarget{API: s.Events, Bus: bus}
+	for k, err := range t.putAll(ctx, entries, sizes) {
+		errs[idx[k]] = err
 	}
 }
