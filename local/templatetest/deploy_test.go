@@ -34,6 +34,7 @@ var knownGaps = map[string]string{
 	"DlqReplayerErrorsAlarm":                            "TestAlarms",
 	"ProcessorUnrecordedCompletionAlarm":                "TestAlarms",
 	"ProcessorLockLostAlarm":                            "TestAlarms",
+	"ProcessorEmitPendingAlarm":                         "TestAlarms",
 	"AlarmEmailSubscription":                            "TestAlarms",
 	"IdempotencyTable.SSESpecification":                 "TestIdempotencyTable",
 	"DeadLetterQueue.RedriveAllowPolicy":                "TestQueues",

@@ -5,7 +5,6 @@ package templatetest
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -525,12 +524,17 @@ type metric struct{ Namespace, Name, Resource, Stat string }
 func alarmMetrics(p map[string]any) (metrics []metric, expr string) {
 	target := func(dims any) string {
 		d := asSlice(dims)
-		if len(d) != 1 {
-			return fmt.Sprintf("%d dimensions", len(d))
+		if len(d) == 0 {
+			return "no dimension"
 		}
 		// As build resolves it: "<id>.QueueName", a queue's own name, or
-		// the logical id a Ref names.
-		return strings.TrimSuffix(asString(asMap(d[0])["Value"]), ".QueueName")
+		// the logical id a Ref names; a dimension after the first (the
+		// processor's Reason) as ",Name=Value".
+		t := strings.TrimSuffix(asString(asMap(d[0])["Value"]), ".QueueName")
+		for _, more := range d[1:] {
+			t += "," + asString(asMap(more)["Name"]) + "=" + asString(asMap(more)["Value"])
+		}
+		return t
 	}
 	if p["Metrics"] == nil {
 		return []metric{{asString(p["Namespace"]), asString(p["MetricName"]), target(p["Dimensions"]), asString(p["Statistic"])}}, ""
@@ -581,6 +585,9 @@ func TestAlarms(t *testing.T) {
 				periods   float64 // evaluation periods of 60 s
 				why       string
 			}
+			// mOfN are the alarms whose DatapointsToAlarm is fewer than
+			// their periods; the others alarm on all of them.
+			mOfN := map[string]float64{"ProcessorEmitPendingAlarm": 3}
 			var tests []alarm
 			if c.replayer {
 				tests = append(tests,
@@ -604,6 +611,11 @@ func TestAlarms(t *testing.T) {
 						"any completion the processor could not record"},
 					alarm{"ProcessorLockLostAlarm", []metric{{metrics.Namespace, metrics.LockLost, processorID, "Sum"}}, 0.0, 1,
 						"any lock lost while its handler ran"},
+					// Not a duplicate: messages committed and not sent. One
+					// blip is relayed by the next delivery; three minutes of
+					// fifteen is a relay that keeps failing.
+					alarm{"ProcessorEmitPendingAlarm", []metric{{metrics.Namespace, string(sqsonce.KindFailed), processorID + "," + metrics.DimensionReason + "=" + string(sqsonce.ReasonEmitPending), "Sum"}}, 0.0, 15,
+						"emitted messages pending in 3 of 15 minutes"},
 				)
 			}
 			alarms := 0
@@ -645,8 +657,12 @@ func TestAlarms(t *testing.T) {
 				} else if p["Period"] != 60.0 {
 					t.Errorf("%s: period %v, want 60", tt.id, p["Period"])
 				}
-				if p["EvaluationPeriods"] != tt.periods || (p["DatapointsToAlarm"] != nil && p["DatapointsToAlarm"] != tt.periods) {
-					t.Errorf("%s: %v of %v periods, want %v of %v", tt.id, p["DatapointsToAlarm"], p["EvaluationPeriods"], tt.periods, tt.periods)
+				datapoints := mOfN[tt.id]
+				if datapoints == 0 {
+					datapoints = tt.periods
+				}
+				if p["EvaluationPeriods"] != tt.periods || (p["DatapointsToAlarm"] != nil && p["DatapointsToAlarm"] != datapoints) || (p["DatapointsToAlarm"] == nil && datapoints != tt.periods) {
+					t.Errorf("%s: %v of %v periods, want %v of %v", tt.id, p["DatapointsToAlarm"], p["EvaluationPeriods"], datapoints, tt.periods)
 				}
 				if !jsonEqual(p["Threshold"], tt.threshold) || p["ComparisonOperator"] != "GreaterThanThreshold" || p["TreatMissingData"] != "notBreaching" {
 					t.Errorf("%s: %v %s, missing data %v; want GreaterThanThreshold %s, notBreaching", tt.id, p["ComparisonOperator"], js(p["Threshold"]), p["TreatMissingData"], js(tt.threshold))

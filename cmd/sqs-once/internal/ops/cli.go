@@ -276,7 +276,7 @@ func (c *cli) records(ctx context.Context) (recs *Records, close func(), err err
 		}
 		return nil, nil, fmt.Errorf("%w: %s: not a store kind; want %s, %s or %s", ErrUsage, what, StoreDynamoDB, StoreRedis, StorePostgres)
 	}
-	recs.Prefix, recs.HashKeys, recs.Now = prefix, c.targets.HashKeys, c.io.Now
+	recs.Prefix, recs.HashKeys, recs.Now, recs.scan = prefix, c.targets.HashKeys, c.io.Now, o.scan
 	return recs, o.close, nil
 }
 

@@ -15,10 +15,11 @@ import (
 )
 
 func (c *cli) statusCmd() *cobra.Command {
-	var locks bool
+	var locks, pending bool
+	var pendingAge, window time.Duration
 	cmd := &cobra.Command{
-		Use:   "status [--locks]",
-		Short: "Depth and oldest age of the main, dead-letter and operator queues; with --locks, the PROCESSING records",
+		Use:   "status [--locks] [--pending [--pending-age D] [--dedupe-window D]]",
+		Short: "Depth and oldest age of the main, dead-letter and operator queues; with --locks, the PROCESSING records; with --pending, the keys with messages pending",
 		Long: `status shows each queue's approximate depth (visible, in flight, delayed) and
 the age of its oldest message (CloudWatch's ApproximateAgeOfOldestMessage,
 the newest datapoint of the last 15 minutes).
@@ -26,29 +27,57 @@ the newest datapoint of the last 15 minutes).
 It also runs the store's own check on the idempotency table (the one
 preflight runs) and says its state: exists, missing, TTL off,
 misconfigured, or unknown (no dynamodb:DescribeTable). A missing table is
-exit 7 with --locks.
+exit 7 with --locks or --pending.
 
 --locks also scans the idempotency table for this stack's PROCESSING records
 and says how long until each lock expires. A scan reads the whole table,
-page by page (a progress indicator on a terminal), so it runs only when asked.`,
+page by page (a progress indicator on a terminal), so it runs only when asked.
+
+--pending scans the store for this stack's keys whose completion holds
+emitted messages not yet sent (sqsonce.Emit; "completed, messages pending"
+in inspect), and counts those pending for --pending-age or longer
+(default 5m): their first send failed and their redeliveries have not sent
+them either. A key's completion time is its dedupe window's end less the
+dedupe window: the processor's DEDUPE_WINDOW (read with --stack), or
+--dedupe-window. Without either, no key's age is known and every key
+pending is counted, as the output says. It lists the ten oldest, and the
+next step: sqs-once inspect KEY shows a key's messages, send-pending KEY
+sends them. It is a second scan of the whole store beside --locks'
+(a DynamoDB table's items, eventually consistent; a Redis server's keys; a
+PostgreSQL table's rows).`,
 		Example: `  sqs-once status --stack orders
   sqs-once status --stack orders --locks
+  sqs-once status --stack orders --pending
+  sqs-once status --store redis --redis-url redis://cache:6379 --key-prefix orders-processor --pending --dedupe-window 24h
   sqs-once status --stack orders --json | jq '.queues[] | select(.name=="operator") | .visible'`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&locks, "locks", false, "also list PROCESSING records (scans the table)")
+	cmd.Flags().BoolVar(&pending, "pending", false, "also count the keys with emitted messages pending (scans the table)")
+	cmd.Flags().DurationVar(&pendingAge, "pending-age", DefaultPendingAge, "with --pending, count the keys pending for at least `D`")
+	cmd.Flags().DurationVar(&window, "dedupe-window", 0, "with --pending, the processor's DEDUPE_WINDOW as a duration `D` (24h): what tells when a key completed (default: read from the stack's processor)")
 	cmd.RunE = c.run(func(ctx context.Context, _ []string) error {
+		if pendingAge < 0 {
+			return fmt.Errorf("%w: --pending-age %v: below zero", ErrUsage, pendingAge)
+		}
+		if window != 0 && (window < time.Second || window > maxDedupeWindow) {
+			return fmt.Errorf("%w: --dedupe-window %v: not a window the processor accepts, 1s to %v", ErrUsage, window, maxDedupeWindow)
+		}
 		q := c.queues()
 		type report struct {
 			Targets Targets       `json:"targets"`
 			Queues  []QueueStatus `json:"queues"`
 			Locks   []Record      `json:"locks,omitempty"`
 			Scanned int           `json:"scanned,omitempty"`
+			// Pending is what --pending found.
+			Pending *PendingCount `json:"pending,omitempty"`
 			// Table is the store's own check of the idempotency table.
 			Table *StoreCheck `json:"table,omitempty"`
 		}
 		rep := report{Targets: c.targets, Queues: []QueueStatus{}}
-		if c.targets.Table != "" {
+		// --table with --store postgres names a PostgreSQL table: no
+		// DynamoDB table to check.
+		if c.targets.Table != "" && c.targets.Store != StorePostgres {
 			rep.Table = checkDynamoTable(ctx, dynamodb.NewFromConfig(c.cfg), c.targets.Table)
 		}
 		for _, name := range []string{"main", "dlq", "operator"} {
@@ -63,22 +92,27 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 			}
 			rep.Queues = append(rep.Queues, st)
 		}
-		if len(rep.Queues) == 0 && !locks {
+		if len(rep.Queues) == 0 && !locks && !pending {
 			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
 		}
-		if locks && rep.Table != nil && rep.Table.State == TableMissing {
-			return fmt.Errorf("table %s%s: %w: no locks to list; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
+		if (locks || pending) && rep.Table != nil && rep.Table.State == TableMissing {
+			return fmt.Errorf("table %s%s: %w: no locks or pending messages to look for; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
 		}
-		// scannedIn names the store --locks scanned: the table, or a
-		// Redis server or PostgreSQL table.
+		// scannedIn names the store --locks and --pending scanned: the
+		// table, or a Redis server or PostgreSQL table.
 		var scannedIn string
-		if locks {
-			recs, closeStore, err := c.records(ctx)
+		var recs *Records
+		if locks || pending {
+			var closeStore func()
+			var err error
+			recs, closeStore, err = c.records(ctx)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			scannedIn = recs.where()
+		}
+		if locks {
 			var bar *progressBar
 			if c.io.Terminal(c.io.Stderr) {
 				scanning := recs.Table
@@ -100,6 +134,34 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 				return err
 			}
 			rep.Locks = found
+		}
+		if pending {
+			if window == 0 {
+				window = c.targets.DedupeWindow
+			}
+			from := c.targets.DedupeWindowFrom
+			if cmd.Flags().Changed("dedupe-window") {
+				from = "--dedupe-window"
+			}
+			var bar *progressBar
+			if c.io.Terminal(c.io.Stderr) {
+				bar = newProgressBar(c.io.Stderr, "scanning "+scannedIn+" for pending messages", 0)
+			}
+			found, err := recs.PendingKeys(ctx, window, pendingAge, func(scanned, n int) {
+				if bar != nil {
+					bar.set(int64(scanned), count(scanned, "item", "items")+" scanned, "+count(n, "key", "keys")+" with messages pending")
+				}
+			})
+			if bar != nil {
+				bar.done()
+			}
+			if err != nil {
+				return err
+			}
+			if window > 0 {
+				found.DedupeWindowFrom = from
+			}
+			rep.Pending = &found
 		}
 		if c.json {
 			return c.printJSON(rep)
@@ -158,9 +220,72 @@ page by page (a progress indicator on a terminal), so it runs only when asked.`,
 				_ = tw.Flush()
 			}
 		}
+		if rep.Pending != nil {
+			c.printPending(*rep.Pending, scannedIn)
+		}
 		return nil
 	})
 	return cmd
+}
+
+// printPending says what status --pending found: how many keys have had
+// messages pending for the age or longer (or, the window unknown, at
+// all), how it was told, the oldest, and what to do.
+func (c *cli) printPending(p PendingCount, scannedIn string) {
+	w := c.io.Stdout
+	now := c.io.Now()
+	age := time.Duration(p.AgeSeconds) * time.Second
+	under := c.targets.KeyPrefix + "#"
+	scanned := count(p.Scanned, "item", "items") + " scanned"
+	if p.Past != nil {
+		fmt.Fprintf(w, "\n%s with emitted messages pending for %s or more under %s in %s (%d pending in all; %s)\n",
+			count(*p.Past, "key", "keys"), age, under, scannedIn, p.Keys, scanned)
+		fmt.Fprintf(w, "  a key's completion time is its window's end less the dedupe window, %s (%s)", time.Duration(p.DedupeWindowSeconds)*time.Second, p.DedupeWindowFrom)
+		if recent := p.Keys - *p.Past; recent > 0 {
+			fmt.Fprintf(w, "; %s completed less than %s ago: %s first send may still be under way", count(recent, "key", "keys"), age, plural(recent, "its", "their"))
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "\n%s with emitted messages pending under %s in %s (%s)\n", count(p.Keys, "key", "keys"), under, scannedIn, scanned)
+		if p.Keys > 0 {
+			fmt.Fprintln(w, "  for how long is unknown: the dedupe window is (give --stack, or --dedupe-window with the processor's DEDUPE_WINDOW); every key pending is counted, those whose first send is under way too")
+		}
+	}
+	if len(p.Listed) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	column := "key"
+	if c.targets.HashKeys {
+		column = "key hash"
+	}
+	fmt.Fprintln(tw, column+"\tcompleted\twindow ends")
+	for _, k := range p.Listed {
+		done, ends := "unknown", "unknown"
+		if k.CompletedAt != nil {
+			done = fmt.Sprintf("%s (%s)", stamp(*k.CompletedAt), ago(*k.CompletedAt, now))
+		}
+		if k.WindowEndsAt != nil {
+			ends = fmt.Sprintf("%s (%s)", stamp(*k.WindowEndsAt), ago(*k.WindowEndsAt, now))
+		}
+		if k.WindowEnded {
+			ends += ": ended, the next delivery runs the handler again and drops them"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", shown(k.Key), done, ends)
+	}
+	_ = tw.Flush()
+	counted := p.Keys
+	if p.Past != nil {
+		counted = *p.Past
+	}
+	if more := counted - len(p.Listed); more > 0 {
+		fmt.Fprintf(w, "  and %d more, not listed\n", more)
+	}
+	key := "KEY"
+	if c.targets.HashKeys {
+		key = "--hash-keys=false KEY_HASH"
+	}
+	fmt.Fprintf(w, "next: sqs-once inspect %s shows a key's pending messages; sqs-once send-pending %s sends them now (its next delivery also does; the processor's ERROR lines give each refusal)\n", key, key)
 }
 
 // queue resolves a queue argument (Targets.Queue) and records its use.

@@ -19,7 +19,8 @@ import (
 type PendingMessage struct {
 	// Position is the message's place among the key's messages, from 1.
 	Position int `json:"position"`
-	// To is the destination: "sqs:<queue URL>" or "sns:<topic ARN>".
+	// To is the destination: "sqs:<queue URL>", "sns:<topic ARN>" or
+	// "events:<bus name or ARN>" (sqsonce.Message.To).
 	To string `json:"to"`
 	// EmitID is the message's emit id: the sqs-once-emit-id attribute
 	// (and a FIFO destination's deduplication id) it is sent with, the

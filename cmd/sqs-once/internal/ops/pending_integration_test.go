@@ -153,3 +153,94 @@ func TestSendPendingToAMissingQueue(t *testing.T) {
 		t.Errorf("record after a failed send-pending: %v, %v; want its outbox kept", rec, err)
 	}
 }
+
+// statusPending runs status --pending --json on the env's stack and
+// prefix and returns what it counted.
+func (e *recordsEnv) statusPending(args ...string) ops.PendingCount {
+	e.t.Helper()
+	r := e.run("", append([]string{"status", "--stack", e.stack, "--key-prefix", e.prefix, "--pending", "--json"}, args...)...)
+	var rep struct {
+		Pending *ops.PendingCount `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ops.ExitOK || rep.Pending == nil {
+		e.t.Fatalf("status --pending --json: exit %d, %v, pending %v", r.code, err, rep.Pending)
+	}
+	return *rep.Pending
+}
+
+// TestStatusCountsKeysWithMessagesPending: status --pending scans the
+// stack's table for the prefix's completions with messages pending and
+// counts those completed five minutes ago or more, telling a completion's
+// time by the processor's DEDUPE_WINDOW; a completion with nothing
+// pending, a lock and another prefix's pending key are not counted, and a
+// key send-pending sent is no longer.
+func TestStatusCountsKeysWithMessagesPending(t *testing.T) {
+	t.Parallel()
+	e := newRecordsEnv(t)
+	// A prefix of its own: the other tests' keys on the stack's table are
+	// not this test's count.
+	e.prefix = mototest.Name("pending")
+	queue := mototest.NewQueue(t, mototest.Config(t), false, nil)
+	old := e.key
+	start := e.clock.Now()
+	e.emitPending(sqsonce.Message{To: "sqs:" + queue, Body: "accepted"})
+
+	// Beside it: a completion with nothing pending, a live lock, and a
+	// key pending under another prefix.
+	e.key = mototest.Name("done")
+	e.complete(e.acquire(time.Minute), 24*time.Hour)
+	e.key = mototest.Name("held")
+	e.acquire(10 * time.Minute)
+	other := *e
+	other.prefix = mototest.Name("other")
+	other.key = mototest.Name("order")
+	other.emitPending(sqsonce.Message{To: "sqs:" + queue, Body: "elsewhere"})
+
+	e.clock.Advance(time.Minute)
+	p := e.statusPending()
+	if p.Keys != 1 || p.Past == nil || *p.Past != 0 || p.DedupeWindowSeconds != 86400 || len(p.Listed) != 0 {
+		t.Errorf("status --pending a minute after the completion = %+v; want 1 key pending, none for 5 minutes, the window 86400 s read from the processor", p)
+	}
+	r := e.run("", "status", "--stack", e.stack, "--key-prefix", e.prefix, "--pending")
+	for _, want := range []string{
+		"0 keys with emitted messages pending for 5m0s or more under " + e.prefix + "# in table " + e.table,
+		"(1 pending in all;",
+		"1 key completed less than 5m0s ago: its first send may still be under way",
+	} {
+		if r.code != ops.ExitOK || !strings.Contains(words(r.stdout), words(want)) {
+			t.Errorf("status --pending: exit %d, says\n%s\nwithout %q", r.code, r.stdout, want)
+		}
+	}
+	if strings.Contains(r.stdout, "next:") {
+		t.Errorf("status --pending with nothing past the age gives a next step:\n%s", r.stdout)
+	}
+
+	e.clock.Advance(5 * time.Minute)
+	p = e.statusPending()
+	if p.Keys != 1 || p.Past == nil || *p.Past != 1 || len(p.Listed) != 1 || p.Listed[0].Key != old || p.Listed[0].RecordID != store.RecordID(e.prefix, old) ||
+		p.Listed[0].CompletedAt == nil || !p.Listed[0].CompletedAt.Equal(start) || p.Listed[0].WindowEnded {
+		t.Errorf("status --pending six minutes after the completion = %+v; want %s listed, completed at %v", p, old, start)
+	}
+	r = e.run("", "status", "--stack", e.stack, "--key-prefix", e.prefix, "--pending")
+	for _, want := range []string{
+		"1 key with emitted messages pending for 5m0s or more under " + e.prefix + "# in table " + e.table,
+		"a key's completion time is its window's end less the dedupe window, 24h0m0s (the processor's DEDUPE_WINDOW)",
+		old + " " + start.UTC().Format(time.RFC3339) + " (6m0s ago)",
+		"next: sqs-once inspect KEY shows a key's pending messages; sqs-once send-pending KEY sends them now",
+	} {
+		if r.code != ops.ExitOK || !strings.Contains(words(r.stdout), words(want)) {
+			t.Errorf("status --pending: exit %d, says\n%s\nwithout %q", r.code, r.stdout, want)
+		}
+	}
+	if p := e.statusPending("--pending-age", "10m"); p.Past == nil || *p.Past != 0 {
+		t.Errorf("status --pending --pending-age 10m = %+v; want none pending for 10 minutes", p)
+	}
+
+	e.key = old
+	if r := e.run("", "send-pending", "--stack", e.stack, "--key-prefix", e.prefix, "--yes", old); r.code != ops.ExitOK {
+		t.Fatalf("send-pending: exit %d", r.code)
+	}
+	if p := e.statusPending(); p.Keys != 0 || p.Past == nil || *p.Past != 0 || p.Scanned == 0 {
+		t.Errorf("status --pending after send-pending = %+v; want nothing pending, the table scanned", p)
+	}
+}

@@ -32,6 +32,10 @@ type Records struct {
 	// Now is the clock lock expiry is judged by; injected so tests need not
 	// sleep for a lock to expire.
 	Now func() time.Time
+
+	// scan finds the records with an outbox (PendingKeys) on a Redis or
+	// PostgreSQL store; nil on DynamoDB, scanned with DB.
+	scan outboxScanner
 }
 
 // Record is one key's record, read back in plain terms.

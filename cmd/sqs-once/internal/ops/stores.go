@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
@@ -55,6 +56,9 @@ type opened struct {
 	store RecordStore
 	where string
 	close func()
+	// scan finds the records with an outbox (status --pending); nil on
+	// DynamoDB, which Records scans on its own client.
+	scan outboxScanner
 }
 
 // dynamoStore is the DynamoDB store on table, as the processor's
@@ -77,8 +81,27 @@ func redisStore(rawURL string, cluster bool, from string) (opened, error) {
 	if err != nil {
 		return opened{}, fmt.Errorf("%w: %s: %w", ErrUsage, from, err)
 	}
+	// The store keeps its client to itself: the pending scan has one of
+	// its own, on the URL the store accepted. No connection is made until
+	// a scan runs.
+	var scan redis.UniversalClient
+	if cluster {
+		opts, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			_ = s.Close()
+			return opened{}, fmt.Errorf("%w: %s: not a Redis Cluster URL", ErrUsage, from)
+		}
+		scan = redis.NewClusterClient(opts)
+	} else {
+		opts, err := redis.ParseURL(rawURL)
+		if err != nil {
+			_ = s.Close()
+			return opened{}, fmt.Errorf("%w: %s: not a Redis URL", ErrUsage, from)
+		}
+		scan = redis.NewClient(opts)
+	}
 	where := "Redis " + redacted(rawURL)
-	return opened{store: s, where: where, close: func() { _ = s.Close() }}, nil
+	return opened{store: s, where: where, close: func() { _ = s.Close(); _ = scan.Close() }, scan: redisOutboxes{client: scan}}, nil
 }
 
 // pgStore is the PostgreSQL store on table in the database dsn names. No
@@ -95,7 +118,7 @@ func pgStore(ctx context.Context, dsn, table string) (opened, error) {
 		// pgx's parse error may repeat the password: say only which flag.
 		return opened{}, fmt.Errorf("%w: --database-url %s: not a PostgreSQL connection string pgx accepts", ErrUsage, redacted(dsn))
 	}
-	return opened{store: pgstore.New(pool, table), where: "PostgreSQL table " + table + " on " + redacted(dsn), close: pool.Close}, nil
+	return opened{store: pgstore.New(pool, table), where: "PostgreSQL table " + table + " on " + redacted(dsn), close: pool.Close, scan: pgOutboxes{pool: pool, table: table}}, nil
 }
 
 // redacted is a URL without its password, for messages; a connection

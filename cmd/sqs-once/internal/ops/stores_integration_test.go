@@ -144,6 +144,55 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 	if strings.Contains(r.stdout, "queue ") || strings.Contains(r.stdout, "in flight") {
 		t.Errorf("status --locks with no queue prints a queue table's header:\n%s", r.stdout)
 	}
+	// A PostgreSQL store's --table is no DynamoDB table to check.
+	if strings.Contains(r.stdout, "DescribeTable") {
+		t.Errorf("status --locks checks the store's table as a DynamoDB table:\n%s", r.stdout)
+	}
+
+	// Two completions with messages pending: one written ten minutes
+	// ago, as its window's end tells with a window of an hour, and one
+	// just now. The completion and the lock above have none.
+	outbox := []byte(`[{"To":"sqs:https://sqs.us-east-1.amazonaws.com/123456789012/next","Body":"accepted"}]`)
+	stale, fresh := "order-stale", "order-fresh"
+	if err := s.Complete(ctx, acquireAt(stale, time.Minute), store.Completion{Until: clock.Now().Add(50 * time.Minute), Outbox: outbox}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, acquireAt(fresh, time.Minute), store.Completion{Until: clock.Now().Add(time.Hour), Outbox: outbox}); err != nil {
+		t.Fatal(err)
+	}
+	r = cli("", "status", "--pending", "--dedupe-window", "1h")
+	for _, want := range []string{
+		"1 key with emitted messages pending for 5m0s or more under " + prefix + "# in " + where,
+		"(2 pending in all;",
+		"(--dedupe-window); 1 key completed less than 5m0s ago",
+		stale + " " + clock.Now().Add(-10*time.Minute).UTC().Format(time.RFC3339) + " (10m0s ago)",
+		"next: sqs-once inspect KEY",
+	} {
+		if r.code != ops.ExitOK || !strings.Contains(words(r.stdout), words(want)) {
+			t.Errorf("status --pending: exit %d, says\n%s\nwithout %q", r.code, r.stdout, want)
+		}
+	}
+	if strings.Contains(r.stdout, fresh+" ") || strings.Contains(r.stdout, done+" ") {
+		t.Errorf("status --pending lists a key pending for less than 5m, or one with nothing pending:\n%s", r.stdout)
+	}
+	// Without the window, no key's age is known: every key pending is
+	// counted, and the output says so.
+	r = cli("", "status", "--pending")
+	for _, want := range []string{
+		"2 keys with emitted messages pending under " + prefix + "# in " + where,
+		"for how long is unknown: the dedupe window is",
+		stale, fresh,
+	} {
+		if r.code != ops.ExitOK || !strings.Contains(words(r.stdout), words(want)) {
+			t.Errorf("status --pending without a window: exit %d, says\n%s\nwithout %q", r.code, r.stdout, want)
+		}
+	}
+	if err := s.MarkSent(ctx, mustRead(t, s, store.RecordID(prefix, stale))); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli("", "status", "--pending"); r.code != ops.ExitOK || !strings.Contains(r.stdout, "1 key with emitted messages pending") || strings.Contains(r.stdout, stale) {
+		t.Errorf("status --pending after %s's messages were marked sent: exit %d, says\n%s", stale, r.code, r.stdout)
+	}
 
 	if r := cli("", "release", held); r.code != ops.ExitRefused || status(held) != store.StatusProcessing {
 		t.Errorf("release of a live lock without --force: exit %d, record %s; want exit %d and the lock kept", r.code, status(held), ops.ExitRefused)
@@ -167,4 +216,14 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 	if _, err := s.Read(ctx, store.RecordID(prefix, done)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after forget, reading %s = %v; want not found", done, err)
 	}
+}
+
+// mustRead is id's record in s.
+func mustRead(t *testing.T, s store.Store, id string) store.Record {
+	t.Helper()
+	rec, err := s.Read(context.Background(), id)
+	if err != nil {
+		t.Fatalf("read %s: %v", id, err)
+	}
+	return rec
 }

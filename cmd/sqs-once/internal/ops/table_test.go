@@ -112,6 +112,7 @@ func TestTheTableIsPartOfEveryCheck(t *testing.T) {
 		{"release", "--force", "k"},
 		{"forget", "--yes", "k"},
 		{"status", "--locks"},
+		{"status", "--pending"},
 	} {
 		r = run(t, runOpts{}, append(append([]string{}, args...), "--stack", e.st.Name)...)
 		if r.code != ops.ExitNoTable || !strings.Contains(r.stderr, table) || !strings.Contains(r.stderr, "no such table") || strings.Contains(r.stderr, "no record") {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -56,6 +58,12 @@ type Targets struct {
 	// DatabaseURL is the PostgreSQL store's database (--database-url): a
 	// library store, which no processor reads from its environment.
 	DatabaseURL string `json:"-"`
+	// DedupeWindow is the processor's DEDUPE_WINDOW, read from the stack's
+	// processor (0: not read, or not a window it accepts), and
+	// DedupeWindowFrom where it came from: status --pending tells a
+	// completion's time by it.
+	DedupeWindow     time.Duration `json:"-"`
+	DedupeWindowFrom string        `json:"-"`
 }
 
 // The stack's outputs (template.yaml) and the processor's logical id.
@@ -67,6 +75,7 @@ const (
 	processorLogicalID  = "ProcessorFunction"
 	envKeyPrefix        = "KEY_PREFIX"
 	envHashKeys         = "HASH_KEYS"
+	envDedupeWindow     = "DEDUPE_WINDOW"
 	paramHashKeys       = "HashKeys"
 )
 
@@ -107,6 +116,7 @@ func Resolve(ctx context.Context, cf StackAPI, fn FunctionAPI, flags Targets) (T
 	}
 	env, unread := processorEnv(ctx, cf, fn, t.Stack)
 	t.Target = env[envTarget]
+	t.DedupeWindow, t.DedupeWindowFrom = dedupeWindowOf(env)
 	storeOf(&t, env)
 	if t.KeyPrefix == "" {
 		t.KeyPrefix, t.KeyPrefixFrom = keyPrefixOf(env, unread, t.Stack)
@@ -262,6 +272,32 @@ func hashKeysOf(env map[string]string, unread string, params map[string]string) 
 		// no record under it: its records, if any, predate the change.
 		return false, fmt.Sprintf("processor environment, where %s=%q is not on or off and the processor refuses to start", envHashKeys, v)
 	}
+}
+
+// The processor's DEDUPE_WINDOW: its default, and the most it accepts
+// (sqsonce.ConsumerConfig, in seconds).
+const (
+	defaultDedupeWindow = 24 * time.Hour
+	maxDedupeWindow     = 366 * 24 * time.Hour
+)
+
+// dedupeWindowOf is the processor's DEDUPE_WINDOW, read as the processor
+// reads it (whole seconds, trimmed, blank is its default of 24 hours), and
+// where it came from; 0 when the environment was not read or holds a
+// value the processor refuses (it then wrote no completion under it).
+func dedupeWindowOf(env map[string]string) (time.Duration, string) {
+	if env == nil {
+		return 0, ""
+	}
+	v := strings.TrimSpace(env[envDedupeWindow])
+	if v == "" {
+		return defaultDedupeWindow, "processor default, " + envDedupeWindow + " unset"
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || time.Duration(n) > maxDedupeWindow/time.Second {
+		return 0, ""
+	}
+	return time.Duration(n) * time.Second, "the processor's " + envDedupeWindow
 }
 
 // need returns the value, or a usage error naming the flag that gives it.
