@@ -160,13 +160,16 @@ model-mutants:
 ## allocations and DynamoDB calls against endpoints that answer at once; the
 ## processor's init time and peak RSS; the bootstrap's size; then a record
 ## on the DynamoDB store (moto_server) beside one on the Redis store
-## (redis-server)
+## (redis-server); then the store calls of a record that emits messages
 BENCH_BASELINE ?= 8ee3409
 bench:
 	$(GO) -C local run ./benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
 	@# A record on each store, beside each other: DynamoDB on moto_server,
 	@# Redis on redis-server, both local (docs/benchmarks.md, the two stores).
 	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkRecord(OnRedis)?$$' -benchmem ./sqsonce/
+	@# A record whose handler emits 0, 1 or 10 messages: the store's calls
+	@# in memory and on moto_server (docs/benchmarks.md, exactly-once emits).
+	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkEmit(OnDynamoDB)?$$' -benchtime 200x -benchmem ./sqsonce/
 
 ## bench-moto: what a record costs against moto_server and in memory, and a
 ## batch of ten 200 ms records (go test -bench of ./sqsonce/...)

@@ -19,13 +19,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/localesm"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
+	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
@@ -34,14 +38,24 @@ import (
 // OrderAccepted to queue 2; stage 2, keyed on the emitted message's id,
 // consumes queue 2 and records one shipment per message. Over a few
 // hundred orders, stage 1's holders die between the commit and the send
-// (the message is not deleted: the invocation never answered), and the
+// (the message is not deleted: the invocation never answered), the
 // answer to the send is lost after SQS applied it (the send goes again,
-// with the same id). Every order must end with exactly one shipment. The
-// control, in the same run, sends OrderAccepted inside the handler, as a
-// handler must without Emit, with the same faults: its dead holders'
-// orders get a second shipment.
+// with the same id), and holders pause past their locks: the message is
+// delivered again to another invocation, whose clock is past the lock,
+// which takes the key over, writes the order and emits; then the paused
+// holder's work returns, its completion is refused and its staged message
+// is never sent. Every order must end with exactly one shipment, with
+// stage 1's store on DynamoDB and on PostgreSQL (the order row written in
+// the completion's transaction: one row per order). The control, in the
+// same run, sends OrderAccepted inside the handler, as a handler must
+// without Emit, with the same faults: its dead and paused holders' orders
+// get a second shipment.
 
 const pipelineOrders = 150
+
+// pipelineLock is stage 1's lock (LockTimeout); the invocation that takes
+// a paused holder's key over has its clock two of them ahead.
+const pipelineLock = time.Minute
 
 // pipelineFault is what happens to an order's first processing at stage 1.
 type pipelineFault int
@@ -56,13 +70,23 @@ const (
 	// lost (a 500 after forwarding): the SDK's retries are off, so the
 	// lock sees the failure, and the redelivery sends again.
 	sendAnswerLost
+	// pausedPastLock: the holder's work, once it has written the order and
+	// emitted (the control: sent), is held; meanwhile the message is
+	// delivered again to an invocation whose clock is past the lock, which
+	// takes the key over and completes it; then the held work returns.
+	pausedPastLock
+	pipelineFaults
 )
 
 func (f pipelineFault) String() string {
-	return [...]string{"none", "dies before send", "send answer lost"}[f]
+	return [...]string{"none", "dies before send", "send answer lost", "paused past its lock"}[f]
 }
 
-func faultOf(i int) pipelineFault { return pipelineFault(i % 3) }
+func faultOf(i int) pipelineFault { return pipelineFault(i % int(pipelineFaults)) }
+
+// attrHolder marks the message a paused holder emits: it must never be
+// sent.
+const attrHolder = "holder"
 
 // orderBody is an order message.
 type orderBody struct {
@@ -77,6 +101,23 @@ type pipelineRun struct {
 	orders    map[string]int
 	// pending counts stage 1's emit-pending outcomes: the faults fired.
 	pending int
+	// refused counts the outcomes of stage 1's first invocation whose lock
+	// was lost: the paused holders' completions refused.
+	refused int
+	// paused is the orders whose first holder paused.
+	paused map[string]bool
+}
+
+// pause reports whether order's holder is the first of an order marked
+// pausedPastLock: the one to pause.
+func (r *pipelineRun) pause(b orderBody) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pipelineFault(b.Fault) != pausedPastLock || r.paused[b.Order] {
+		return false
+	}
+	r.paused[b.Order] = true
+	return true
 }
 
 func (r *pipelineRun) add(m map[string]int, order string) {
@@ -87,11 +128,13 @@ func (r *pipelineRun) add(m map[string]int, order string) {
 
 // dyingSender is the stage 1 sender of the emit mode: the first send of
 // an order marked diesBeforeSend does not happen (the invocation died
-// before it); the rest go to the real sender.
+// before it); the rest go to the real sender. It counts the messages it
+// is given that a paused holder staged: there must be none.
 type dyingSender struct {
 	sqsonce.Sender
-	mu   sync.Mutex
-	died map[string]bool
+	mu         sync.Mutex
+	died       map[string]bool
+	pausedSent int
 }
 
 func (s *dyingSender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error {
@@ -102,6 +145,9 @@ func (s *dyingSender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error
 	for i, m := range msgs {
 		var b orderBody
 		_ = json.Unmarshal([]byte(m.Body), &b)
+		if m.Attributes[attrHolder] == "paused" {
+			s.pausedSent++
+		}
 		if pipelineFault(b.Fault) == diesBeforeSend && !s.died[b.Order] {
 			s.died[b.Order] = true
 			errs[i] = errors.New("the invocation died before the send")
@@ -119,14 +165,52 @@ func (s *dyingSender) Send(ctx context.Context, msgs []sqsonce.Outgoing) []error
 	return errs
 }
 
+// pipelineMode is one stage 1 of the run: emitting (or sending inside the
+// handler, the control), its store on DynamoDB or PostgreSQL.
+type pipelineMode struct {
+	name string
+	emit bool
+	// pg: stage 1's store is pgstore, and the handler writes the order
+	// row in the completion's transaction (pgstore.Tx).
+	pg bool
+}
+
 func TestEmitPipelineUnderFaults(t *testing.T) {
 	t.Parallel()
 	cfg := mototest.Config(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// PostgreSQL for stage 1's store in one mode, started for this test
+	// alone (as cmd/sqs-once's store tests do): the package's other tests
+	// do not need it.
+	pgCtx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	pg, err := pgserver.Start(pgCtx, pgserver.Options{})
+	cancel()
+	if err != nil {
+		// Never skipped: the tier needs the server, and says how to get it.
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Stop)
+	// Enough connections for every record of a batch, and for the
+	// invocations that take paused holders' keys over while those hold
+	// theirs.
+	pool, err := pgxpool.New(t.Context(), pg.DSN+"&pool_max_conns=32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pgstore.CreateTable(t.Context(), pool, "emit_stage1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `CREATE TABLE emit_orders (n bigserial PRIMARY KEY, name text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+
+	modes := []pipelineMode{{"emit", true, false}, {"emit on PostgreSQL", true, true}, {"send in handler", false, false}}
 	results := map[string]*pipelineRun{}
-	for _, mode := range []string{"emit", "send in handler"} {
-		run := &pipelineRun{shipments: map[string]int{}, orders: map[string]int{}}
-		results[mode] = run
+	senders := map[string]*dyingSender{}
+	for _, mode := range modes {
+		run := &pipelineRun{shipments: map[string]int{}, orders: map[string]int{}, paused: map[string]bool{}}
+		results[mode.name] = run
 		q1 := mototest.NewQueue(t, cfg, false, nil)
 		q2 := mototest.NewQueue(t, cfg, false, nil)
 		table := mototest.NewIdempotencyTable(t, cfg)
@@ -139,7 +223,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		t.Cleanup(func() { _ = proxy.Close() })
 		for i := range pipelineOrders {
 			if faultOf(i) == sendAnswerLost {
-				proxy.ScriptWhen("SendMessageBatch", faultproxy.BodyContains(fmt.Sprintf(`\"order\":\"%s\"`, orderName(mode, i))), faultproxy.FailAfter)
+				proxy.ScriptWhen("SendMessageBatch", faultproxy.BodyContains(fmt.Sprintf(`\"order\":\"%s\"`, orderName(mode.name, i))), faultproxy.FailAfter)
 			}
 		}
 		viaProxy := cfg.Copy()
@@ -147,29 +231,74 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		viaProxy.RetryMaxAttempts = 1
 		sqsDirect := sqs.NewFromConfig(cfg)
 		sqsProxied := sqs.NewFromConfig(viaProxy)
-		store1 := dynamostore.NewTransactional(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table)
+		var store1 store.Store = dynamostore.NewTransactional(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table)
+		if mode.pg {
+			store1 = pgstore.New(pool, "emit_stage1")
+		}
 		died := map[string]bool{}
 		var diedMu sync.Mutex
-		stage1Cfg := sqsonce.ConsumerConfig{
-			Config: sqsonce.Config{Store: store1, KeyPrefix: "stage1", Logger: quiet, OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
-				if o.Reason == sqsonce.ReasonEmitPending {
+		// stage1 is a stage 1 invocation's processor, its clock ahead by
+		// ahead: the first invocation's, or (2*pipelineLock) the one that
+		// takes a paused holder's key over. first: its lock lost is
+		// counted (only a paused holder's may be).
+		stage1 := func(ahead time.Duration, first bool, h sqsonce.Handler) *sqsonce.Processor {
+			c := sqsonce.ConsumerConfig{
+				Config: sqsonce.Config{Store: store1, KeyPrefix: "stage1", LockTimeout: pipelineLock, Logger: quiet, OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
 					run.mu.Lock()
-					run.pending++
-					run.mu.Unlock()
-				}
-			}},
-			Key: sqsonce.KeyFromBody("/order"), AWS: cfg,
+					defer run.mu.Unlock()
+					if o.Reason == sqsonce.ReasonEmitPending {
+						run.pending++
+					}
+					if o.LockLost && first {
+						run.refused++
+					}
+				}, Test: sqsonce.TestConfig{Now: func() time.Time { return time.Now().Add(ahead) }}},
+				Key: sqsonce.KeyFromBody("/order"), AWS: cfg,
+			}
+			if mode.emit {
+				c.Sender = senders[mode.name]
+			}
+			p, err := sqsonce.NewConsumer(c, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
 		}
+		// takeOver is the paused holder's message delivered again, to an
+		// invocation whose clock is past the holder's lock: SQS redelivers
+		// a message whose visibility timeout ran out while its holder was
+		// held. It returns once that invocation has answered.
+		var takeOver func(ctx context.Context, msg events.SQSMessage)
 		var handler1 sqsonce.Handler
-		if mode == "emit" {
-			stage1Cfg.Sender = &dyingSender{Sender: &targets.Sender{SQS: sqsProxied}, died: map[string]bool{}}
+		if mode.emit {
+			senders[mode.name] = &dyingSender{Sender: &targets.Sender{SQS: sqsProxied}, died: map[string]bool{}}
 			handler1 = func(ctx context.Context, msg events.SQSMessage) error {
 				var b orderBody
 				if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
 					return sqsonce.Permanent(err)
 				}
 				run.add(run.orders, b.Order)
-				return sqsonce.Emit(ctx, sqsonce.Message{To: "sqs:" + q2, Body: msg.Body})
+				if mode.pg {
+					tx, err := pgstore.Tx(ctx)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.Exec(ctx, `INSERT INTO emit_orders (name) VALUES ($1)`, b.Order); err != nil {
+						return err
+					}
+				}
+				m := sqsonce.Message{To: "sqs:" + q2, Body: msg.Body}
+				pause := run.pause(b)
+				if pause {
+					m.Attributes = map[string]string{attrHolder: "paused"}
+				}
+				if err := sqsonce.Emit(ctx, m); err != nil {
+					return err
+				}
+				if pause {
+					takeOver(ctx, msg)
+				}
+				return nil
 			}
 		} else {
 			handler1 = func(ctx context.Context, msg events.SQSMessage) error {
@@ -182,6 +311,10 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				if run.pause(b) {
+					takeOver(ctx, msg)
+					return nil
+				}
 				diedMu.Lock()
 				defer diedMu.Unlock()
 				if pipelineFault(b.Fault) == diesBeforeSend && !died[b.Order] {
@@ -191,15 +324,24 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 				return nil
 			}
 		}
-		p1, err := sqsonce.NewConsumer(stage1Cfg, handler1)
-		if err != nil {
-			t.Fatal(err)
+		p1 := stage1(0, true, handler1)
+		later := stage1(2*pipelineLock, false, handler1)
+		takeOver = func(_ context.Context, msg events.SQSMessage) {
+			// Another invocation: its own context, nothing of the held
+			// work's, its deadline 30 s after its clock's now (the
+			// processor budgets the batch by its clock).
+			ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(2*pipelineLock+30*time.Second))
+			defer cancel()
+			resp, err := later.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Errorf("%s: the invocation taking a paused holder's key over: %v, %d records failed", mode.name, err, len(resp.BatchItemFailures))
+			}
 		}
 		stage2Cfg := sqsonce.ConsumerConfig{
 			Config: sqsonce.Config{Store: dynamostore.New(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table), KeyPrefix: "stage2", Logger: quiet},
 			Key:    sqsonce.KeyFromAttribute(sqsonce.AttrEmitID), AWS: cfg,
 		}
-		if mode != "emit" {
+		if !mode.emit {
 			// Nothing stable to key on: a message sent twice is two.
 			stage2Cfg.Key = sqsonce.KeyFromMessageID()
 		}
@@ -216,7 +358,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		}
 		// Every order twice: a producer's retry.
 		for i := range pipelineOrders {
-			body, _ := json.Marshal(orderBody{Order: orderName(mode, i), Fault: int(faultOf(i))})
+			body, _ := json.Marshal(orderBody{Order: orderName(mode.name, i), Fault: int(faultOf(i))})
 			for range 2 {
 				if _, err := sqsDirect.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q1), MessageBody: aws.String(string(body))}); err != nil {
 					t.Fatal(err)
@@ -226,38 +368,78 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		drain(t, sqsDirect, q1, p1.Handle)
 		drain(t, sqsDirect, q2, p2.Handle)
 	}
-	emit, control := results["emit"], results["send in handler"]
-	missing, twice := 0, 0
-	for i := range pipelineOrders {
-		switch n := emit.shipments[orderName("emit", i)]; {
-		case n == 0:
-			missing++
-		case n > 1:
-			twice++
-			t.Errorf("emit: order %d (fault %s): %d shipments", i, faultOf(i), n)
-		}
-	}
-	controlTwice := 0
-	for i := range pipelineOrders {
-		if control.shipments[orderName("send in handler", i)] > 1 {
-			controlTwice++
-		}
-	}
-	t.Logf("emit: %d orders, %d emit-pending outcomes (the faults), %d orders without a shipment, %d with more than one; send in handler: %d with more than one", pipelineOrders, emit.pending, missing, twice, controlTwice)
-	faulted := 0
+
+	faulted, paused := 0, 0
 	for i := range pipelineOrders {
 		if faultOf(i) != noFault {
 			faulted++
 		}
+		if faultOf(i) == pausedPastLock {
+			paused++
+		}
 	}
-	if emit.pending < faulted {
-		t.Errorf("emit: %d emit-pending outcomes; want at least one per faulted order (%d): the faults did not all fire", emit.pending, faulted)
+	for _, mode := range modes {
+		run := results[mode.name]
+		missing, twice := 0, 0
+		for i := range pipelineOrders {
+			switch n := run.shipments[orderName(mode.name, i)]; {
+			case n == 0:
+				missing++
+			case n > 1:
+				twice++
+				if mode.emit {
+					t.Errorf("%s: order %d (fault %s): %d shipments", mode.name, i, faultOf(i), n)
+				}
+			}
+		}
+		t.Logf("%s: %d orders, %d emit-pending outcomes (the holders dead before the send, the sends' answers lost), %d paused holders' completions refused: %d orders without a shipment, %d with more than one", mode.name, pipelineOrders, run.pending, run.refused, missing, twice)
+		if len(run.paused) != paused {
+			t.Errorf("%s: %d holders paused; want %d", mode.name, len(run.paused), paused)
+		}
+		if run.refused != paused {
+			t.Errorf("%s: %d completions of stage 1's first invocation refused (its lock lost); want exactly one per paused holder (%d)", mode.name, run.refused, paused)
+		}
+		if !mode.emit {
+			if twice == 0 {
+				t.Errorf("%s: no order with a second shipment; the control shows nothing the emits prevent", mode.name)
+			}
+			continue
+		}
+		if want := faulted - paused; run.pending < want {
+			t.Errorf("%s: %d emit-pending outcomes; want at least one per order whose holder died before the send or whose send's answer was lost (%d): the faults did not all fire", mode.name, run.pending, want)
+		}
+		n := senders[mode.name].pausedSent
+		t.Logf("%s: %d messages staged by paused holders given to the Sender", mode.name, n)
+		if n > 0 {
+			t.Errorf("%s: %d messages staged by paused holders were sent; want none (their completions were refused)", mode.name, n)
+		}
+		if missing > 0 || twice > 0 {
+			t.Errorf("%s: %d orders without a shipment, %d with more than one; want every order exactly once", mode.name, missing, twice)
+		}
 	}
-	if missing > 0 || twice > 0 {
-		t.Errorf("emit: %d orders without a shipment, %d with more than one; want every order exactly once", missing, twice)
+	// PostgreSQL: the order rows, written in the completions'
+	// transactions: the paused holders' were never committed.
+	rows := map[string]int{}
+	rs, err := pool.Query(t.Context(), `SELECT name, count(*) FROM emit_orders GROUP BY name`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if controlTwice == 0 {
-		t.Errorf("send in handler: no order with a second shipment; the control shows nothing the emits prevent")
+	for rs.Next() {
+		var name string
+		var n int
+		if err := rs.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		rows[name] = n
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rs.Close()
+	for i := range pipelineOrders {
+		if n := rows[orderName("emit on PostgreSQL", i)]; n != 1 {
+			t.Errorf("emit on PostgreSQL: order %d (fault %s): %d order rows; want 1", i, faultOf(i), n)
+		}
 	}
 }
 
