@@ -40,7 +40,13 @@ const (
 	// ownedCondition is a completion's: the owner's record (a repeat of an
 	// applied completion passes it again).
 	ownedCondition = "#owner = :owner"
-	completeUpdate = "REMOVE #lockexp\nSET #status = :completed, #expires = :until"
+	// completeUpdate and its variants with a result, an outbox or both:
+	// constants, so that the commonest completion (neither) builds no
+	// string.
+	completeUpdate             = "REMOVE #lockexp\nSET #status = :completed, #expires = :until\n"
+	completeResultUpdate       = "REMOVE #lockexp\nSET #status = :completed, #expires = :until, #result = :result\n"
+	completeOutboxUpdate       = "REMOVE #lockexp\nSET #status = :completed, #expires = :until, #outbox = :outbox\n"
+	completeResultOutboxUpdate = "REMOVE #lockexp\nSET #status = :completed, #expires = :until, #result = :result, #outbox = :outbox\n"
 	// markSentCondition is MarkSent's: the completion the caller read.
 	markSentCondition = "(#status = :completed) AND (#owner = :owner) AND (#fence = :fence)"
 	markSentUpdate    = "REMOVE #outbox\n"
@@ -133,22 +139,22 @@ func completeExpression(owner string, c store.Completion) storeExpr {
 		":completed": str(string(store.StatusCompleted)),
 		":until":     num(c.Until.Unix()),
 	}
-	names := []string{"#owner", "#status", "#expires", "#lockexp"}
-	update := completeUpdate
 	// Binary: stored as given, counted as its length against the item's
 	// 400 KB. The outbox is written in the completion's own update: no
 	// second call, committed if and only if the completion is.
-	if c.Result != nil {
+	switch {
+	case c.Result == nil && c.Outbox == nil:
+		return newStoreExpr(ownedCondition, completeUpdate, "", values, "#owner", "#status", "#expires", "#lockexp")
+	case c.Outbox == nil:
 		values[":result"] = &types.AttributeValueMemberB{Value: c.Result}
-		update += ", #result = :result"
-		names = append(names, "#result")
-	}
-	if c.Outbox != nil {
+		return newStoreExpr(ownedCondition, completeResultUpdate, "", values, "#owner", "#status", "#expires", "#lockexp", "#result")
+	case c.Result == nil:
 		values[":outbox"] = &types.AttributeValueMemberB{Value: c.Outbox}
-		update += ", #outbox = :outbox"
-		names = append(names, "#outbox")
+		return newStoreExpr(ownedCondition, completeOutboxUpdate, "", values, "#owner", "#status", "#expires", "#lockexp", "#outbox")
 	}
-	return newStoreExpr(ownedCondition, update+"\n", "", values, names...)
+	values[":result"] = &types.AttributeValueMemberB{Value: c.Result}
+	values[":outbox"] = &types.AttributeValueMemberB{Value: c.Outbox}
+	return newStoreExpr(ownedCondition, completeResultOutboxUpdate, "", values, "#owner", "#status", "#expires", "#lockexp", "#result", "#outbox")
 }
 
 // markSentExpression removes rec's outbox if the record is still its
