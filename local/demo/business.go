@@ -24,12 +24,18 @@ var (
 // (with -tx, an item of the business table, written in the transaction that
 // records its key's completion); it fails poison keys always, transient keys
 // for a while, rejects permanent keys with sqsonce.Permanent, and can
-// simulate a crash right after a side effect.
+// simulate a crash right after a side effect. With -emit or -emit-inline it
+// also hands an OrderAccepted message to the second stage after its side
+// effect (pipeline.accept); with -emit a crash key then crashes in the
+// send, after its commit (crashingSender), not in the handler.
 type Business struct {
 	ledger *Ledger
 	// effects is -tx's business table, nil without -tx.
 	effects *effectTable
-	keys    map[string]Key
+	// pipe is -emit's or -emit-inline's second stage, nil without: the
+	// handler hands it an OrderAccepted after its side effect.
+	pipe *pipeline
+	keys map[string]Key
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -67,15 +73,12 @@ func NewTransactionalBusiness(ledger *Ledger, effects *effectTable, w Workload) 
 
 // sideEffect makes e: a ledger line, or with -tx a ledger line of the
 // effect staged and its item added to the work's transaction.
-func (b *Business) sideEffect(ctx context.Context, e Entry) error {
-	if b.effects == nil {
-		return b.ledger.Append(ctx, e)
+func (b *Business) sideEffect(ctx context.Context, e Entry) (Entry, error) {
+	made, err := b.ledger.record(ctx, e)
+	if err != nil || b.effects == nil {
+		return made, err
 	}
-	staged, err := b.ledger.record(ctx, e)
-	if err != nil {
-		return err
-	}
-	return b.effects.stage(ctx, staged)
+	return made, b.effects.stage(ctx, made)
 }
 
 // Release lets crashed invocations return. Their completion or release of
@@ -126,10 +129,18 @@ func (b *Business) Handle(ctx context.Context, msg events.SQSMessage) error {
 	if a, ok := msg.MessageAttributes[sqsmsg.AttrReplayCount]; ok && a.StringValue != nil {
 		e.ReplayCount = *a.StringValue
 	}
-	if err := b.sideEffect(ctx, e); err != nil {
+	made, err := b.sideEffect(ctx, e)
+	if err != nil {
 		return err
 	}
-	if crash {
+	if b.pipe != nil {
+		if err := b.pipe.accept(ctx, key, made); err != nil {
+			return err
+		}
+	}
+	// With -emit the crash comes in the send, after the commit
+	// (crashingSender): the handler returns.
+	if crash && !b.pipe.crashesInSend() {
 		<-b.release
 		return errCrashed
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 const (
@@ -136,6 +137,9 @@ func inRunDir(opts Options, run func(dir string) (Summary, error)) (Summary, err
 	defer os.RemoveAll(dir)
 	sum, err := run(dir)
 	sum.Ledger, sum.Logs, sum.Removed = "", "", true
+	if sum.Stage2 != nil {
+		sum.Stage2.Ledger = ""
+	}
 	return sum, err
 }
 
@@ -258,6 +262,17 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 			}
 			r.effects, r.biz = effects, NewTransactionalBusiness(ledger, effects, w)
 			fmt.Fprintf(progressOut, "-tx: each side effect commits with its completion, as an item of the business table %s\n", effects.name)
+		}
+		if opts.Emit != "" {
+			if err := r.newStage2(ctx, dir, api, sqs.NewFromConfig(pipeCfg), stackName, runID); err != nil {
+				return Summary{}, err
+			}
+			defer r.stage2.ships.Close()
+			how := "staged with sqsonce.Emit, sent after the completion"
+			if opts.Emit == EmitInline {
+				how = "sent by the handler itself (the control)"
+			}
+			fmt.Fprintf(progressOut, "stage 2: OrderAccepted to the queue %s, %s; a second processor keyed on %s ships each order\n", r.stage2.name, how, sqsonce.AttrEmitID)
 		}
 	}
 	mappings, err := r.mappings(pipeCfg)
@@ -397,7 +412,9 @@ type localRun struct {
 	biz    *Business
 	// effects is -tx's business table: then the side effects committed
 	// are its items, and the ledger lists those staged.
-	effects  *effectTable
+	effects *effectTable
+	// stage2 is -emit's or -emit-inline's second stage.
+	stage2   *pipeline
 	target   *targetQueue
 	forwards *ForwardLog
 	consumer *targetConsumer
@@ -416,6 +433,9 @@ func (r *localRun) queues() []string {
 	urls := []string{r.info.mainURL, r.info.dlqURL, r.info.opURL}
 	if r.target != nil {
 		urls = append(urls, r.target.url)
+	}
+	if r.stage2 != nil {
+		urls = append(urls, r.stage2.url)
 	}
 	return urls
 }
@@ -464,6 +484,11 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 	// Its metrics, as the deployed function writes them, feed the report's
 	// InProgressHidden count.
 	cfg.Metrics = processorMetrics{hidden: r.tracker.InProgressHidden}
+	if r.stage2.crashesInSend() {
+		// Emits go out after the commit, on the pipeline's client; a
+		// crash key's first send hangs, as a kill after the commit would.
+		cfg.Sender = &crashingSender{next: targets.NewSender(awsCfg), pipe: r.stage2, release: r.biz.release}
+	}
 	var handler sqsonce.Handler
 	if r.target != nil {
 		tg, err := newObservedTarget(awsCfg, info, r.forwards, procLog)
@@ -499,6 +524,13 @@ func (r *localRun) mappings(awsCfg aws.Config) ([]*localesm.Mapping, error) {
 			api = r.api // the demo's operator is an observer, not the pipeline
 		}
 		esm, err := localesm.New(api, m.cfg, m.h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, esm)
+	}
+	if r.stage2 != nil {
+		esm, err := r.stage2Mapping(awsCfg)
 		if err != nil {
 			return nil, err
 		}
@@ -610,6 +642,11 @@ func (r *localRun) evaluate(ctx context.Context) (Summary, error) {
 	}
 	if r.effects != nil {
 		ev.Transactional = &Transactional{Table: r.effects.name, Staged: staged}
+	}
+	if r.stage2 != nil {
+		if ev.Stage2, err = r.stage2.evaluation(); err != nil {
+			return Summary{}, err
+		}
 	}
 	sum := Summarize(r.w, entries, obs, ev)
 	sum.Adaptations = r.info.adaptations

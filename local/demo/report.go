@@ -88,6 +88,9 @@ type Summary struct {
 	// Target is set with -target: what arrived in the target queue, which
 	// takes the place of SideEffects (no business handler runs).
 	Target *TargetStats `json:"target,omitempty"`
+	// Stage2 is set with -emit and -emit-inline: what the second stage
+	// shipped per key.
+	Stage2 *Stage2Stats `json:"stage2,omitempty"`
 }
 
 // Timings are the pipeline settings the run used.
@@ -289,6 +292,9 @@ type Evaluation struct {
 	// Transactional is set with -tx: the side effects Summarize is given
 	// are then the business table's items.
 	Transactional *Transactional
+	// Stage2 is set with -emit and -emit-inline: the second stage's
+	// shipments and deliveries.
+	Stage2 *Stage2
 }
 
 // Transactional is -tx's evaluation: the business table, and the side
@@ -371,6 +377,9 @@ func Summarize(w Workload, ledger []Entry, obs Observed, ev Evaluation) Summary 
 	s.DuplicatesSuppressed = s.Records.Duplicate
 	s.checkHealthyDeadLettered(w, obs, ev.RetriesOverride)
 	s.checkInjected()
+	if ev.Stage2 != nil {
+		s.checkStage2(w, effects, ev.Stage2)
+	}
 	s.Replays = replayStats(obs.Replays, ev.Ceiling)
 	for _, es := range effects {
 		if slices.ContainsFunc(es, func(e Entry) bool { return e.ReplayCount != "" }) {
@@ -453,7 +462,7 @@ func (s *Summary) checkKeys(w Workload, effects map[string][]Entry, obs Observed
 			s.SideEffects.InWindow++
 			s.Window.Keys = append(s.Window.Keys, wk)
 		}
-		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID], ev.Transactional != nil)...)
+		s.Unexpected = append(s.Unexpected, expectation(k, es, atOperator[k.ID], oneEffectPerCrash(ev))...)
 	}
 	if len(missing) > 0 {
 		s.Violations = append(s.Violations, fmt.Sprintf("%s %s no side effect, although their handler succeeds: %s", count(len(missing), "key"), verb(len(missing), "has", "have"), firstFew(missing)))
@@ -723,7 +732,10 @@ func (s *Summary) finish() {
 }
 
 // expectation compares a key's outcome with what its kind was built to show.
-func expectation(k Key, es []Entry, ops []Arrival, tx bool) []string {
+//
+// oneEffect: a crash key was made to crash where it shows one side effect
+// (-tx before its commit, -emit after it), not two.
+func expectation(k Key, es []Entry, ops []Arrival, oneEffect bool) []string {
 	var out []string
 	only := func(reason string) bool {
 		return len(ops) > 0 && !slices.ContainsFunc(ops, func(a Arrival) bool { return a.Reason != reason })
@@ -741,9 +753,10 @@ func expectation(k Key, es []Entry, ops []Arrival, tx bool) []string {
 		if len(ops) > 0 {
 			out = append(out, fmt.Sprintf("%s key %s reached the operator queue (%s) although its handler succeeds", k.Kind, k.ID, reasonOrUnknown(ops[0].Reason)))
 		}
-		// With -tx the crash comes before the commit, so one effect is
-		// what a crash key shows (fewer or more is a violation already).
-		if k.Crash && len(es) < 2 && !tx {
+		// With -tx the crash comes before the commit, with -emit after
+		// it, so one effect is what a crash key shows (fewer or more is a
+		// violation already).
+		if k.Crash && len(es) < 2 && !oneEffect {
 			out = append(out, fmt.Sprintf("key %s was made to crash after its side effect but has %s", k.ID, count(len(es), "side effect")))
 		}
 	}
@@ -863,6 +876,9 @@ func (s Summary) renderHandlerKeys(p printer) {
 	p("  transient           %s that %s a few times, then %s", count(wl.Transient, "key"), verb(wl.Transient, "fails", "fail"), verb(wl.Transient, "succeeds", "succeed"))
 	p("  permanent           %s the handler rejects as permanently invalid", count(wl.Permanent, "key"))
 	switch {
+	case wl.Crash > 0 && s.Stage2 != nil && s.Stage2.Mode == EmitStaged:
+		p("  crash               %s whose invocation hangs after its commit, in the send of its OrderAccepted, until the function timeout:", count(wl.Crash, "key"))
+		p("                      alternately before the message left and after it reached the queue, before the send's answer")
 	case wl.Crash > 0 && s.Transactional != nil:
 		p("  crash               %s whose invocation hangs after staging the side effect, before its commit, until the function timeout", count(wl.Crash, "key"))
 	case wl.Crash > 0:
@@ -933,6 +949,7 @@ func (s Summary) renderOutcomes(p printer) {
 		left += n
 	}
 	p("left in queues        %d  [%s]", left, mark(left == 0))
+	s.renderStage2(p)
 	p("")
 	s.renderWindow(p)
 }
@@ -1052,7 +1069,7 @@ func (s Summary) renderVerdict(p printer) {
 	case s.Mode == "stack":
 		p("verdict: OK: every key sent completed or at the operator queue once, nothing lost (what -stack can check; see \"not checked\")")
 	default:
-		p("verdict: OK: every key's side effect exactly once%s, nothing lost%s", windowSuffix(s), healthySuffix(s))
+		p("verdict: OK: every key's side effect exactly once%s, nothing lost%s%s", windowSuffix(s), healthySuffix(s), stage2Suffix(s.Stage2))
 	}
 }
 
