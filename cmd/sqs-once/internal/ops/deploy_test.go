@@ -5,6 +5,7 @@ package ops_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -28,6 +29,8 @@ func TestResolveFromStack(t *testing.T) {
 		HashKeys: false, HashKeysFrom: "processor environment",
 		// The template's processor has STORE=dynamodb.
 		Store: ops.StoreDynamoDB, StoreFrom: "processor environment",
+		// The template's DedupeWindow default, 86400 s, as DEDUPE_WINDOW.
+		DedupeWindow: 24 * time.Hour, DedupeWindowFrom: "the processor's DEDUPE_WINDOW",
 	}
 	if got != want {
 		t.Errorf("Resolve(--stack %s) =\n%+v\nwant\n%+v", st.Name, got, want)
