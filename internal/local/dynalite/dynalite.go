@@ -176,19 +176,7 @@ func NewIdempotencyTable(t testing.TB, cfg aws.Config) string {
 		t.Fatalf("create table %s: %v", name, err)
 	}
 	// dynalite answers CreateTable with the table CREATING and refuses its
-	// items until it is ACTIVE, at once with --createTableMs 0. The SDK's
-	// waiter would first sleep 20 s.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err == nil && out.Table.TableStatus == types.TableStatusActive {
-			return name
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("table %s did not become ACTIVE: %v (last: %v)", name, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	// items until it is ACTIVE, at once with --createTableMs 0.
+	mototest.WaitTableActive(ctx, t, client, name)
+	return name
 }

@@ -321,19 +321,7 @@ func NewTable(t testing.TB, cfg aws.Config, prefix, attr string) string {
 	case err != nil && !errors.As(err, &inUse):
 		t.Fatalf("create table %s: %v", name, err)
 	}
-	// A table still CREATING (a release that delays it) is waited for, a
-	// few milliseconds at a time: the SDK's waiter would first sleep 20 s.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err == nil && out.Table.TableStatus == types.TableStatusActive {
-			return name
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("table %s did not become ACTIVE: %v (last: %v)", name, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	// A table still CREATING (a release that delays it) is waited for.
+	mototest.WaitTableActive(ctx, t, client, name)
+	return name
 }

@@ -372,3 +372,29 @@ func createRole(ctx context.Context, cfg aws.Config, name string) (string, error
 	}
 	return out.ARN, nil
 }
+
+// TableDescriber is the DynamoDB call WaitTableActive makes.
+type TableDescriber interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// WaitTableActive returns once table name is ACTIVE on client's server,
+// and fails t when ctx ends first. It asks every 10 ms: the SDK's waiter
+// would first sleep 20 s, and the local servers (dynalite, a DynamoDB Local
+// that delays its statuses) make a table ACTIVE within milliseconds.
+func WaitTableActive(ctx context.Context, t testing.TB, client TableDescriber, name string) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err == nil && out.Table.TableStatus == ddbtypes.TableStatusActive {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("table %s did not become ACTIVE: %v (last: %v)", name, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
