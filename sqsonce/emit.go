@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqs-once/sqs-once/internal/leasectx"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // An "events:" message is an EventBridge event: its Body, a JSON object,
 // is the event's detail, to which the Sender adds the member
-// EventDetailMember carrying the emit id ({"emitId": "..."}); its
+// "sqsOnce" carrying the emit id ({"emitId": "..."}); its
 // Attributes may only name the event's source (AttrEventSource) and
 // detail-type (AttrEventDetailType), EventBridge having no message
 // attributes; it has no GroupID.
@@ -31,7 +32,7 @@ type Message struct {
 	// or topic (its name ends in ".fifo") needs GroupID.
 	To string
 	// Body is the message, at most MaxMessageBytes of UTF-8; for
-	// "events:", a JSON object without the member EventDetailMember.
+	// "events:", a JSON object without the member "sqsOnce".
 	Body string
 	// Attributes are string message attributes (at most 9 of yours: the
 	// tenth is the emit id, AttrEmitID). Their names follow SQS's rules.
@@ -83,18 +84,13 @@ const (
 	AttrEventDetailType = "detail-type"
 )
 
-// EventDetailMember is the member of an EventBridge event's detail that
-// sqs-once adds: {"emitId": "<the emit id>"} on an emitted event, the key
-// and fence on one the events target forwards (targets.DetailMember).
-const EventDetailMember = "sqsOnce"
-
 // EventEmitIDPointer is where an emitted event's id is in the message a
 // rule delivers to an SQS queue (the whole event, no input path or
 // transformer): a downstream sqsonce consumer keyed on it
 // (IDEMPOTENCY_KEY=body:/detail/sqsOnce/emitId,
 // KeyFromBody(EventEmitIDPointer)) handles each emitted event once,
 // however often it was put.
-const EventEmitIDPointer = "/detail/" + EventDetailMember + "/emitId"
+const EventEmitIDPointer = "/detail/" + sqsmsg.EventDetailMember + "/emitId"
 
 // Limits of Emit.
 const (
@@ -151,7 +147,7 @@ type outbox struct {
 // without GroupID, or a standard one or a bus with it; a body over
 // MaxMessageBytes or not UTF-8; more than 9 attributes, or one with an
 // empty name or value; for a bus, a body that is not a JSON object or has
-// the member EventDetailMember, an attribute other than AttrEventSource
+// the member "sqsOnce", an attribute other than AttrEventSource
 // and AttrEventDetailType, a source over 256 bytes or starting with "aws.",
 // a detail-type over 128 bytes; more than 100 messages for the key;
 // messages whose encoding would not fit the record beside the result
@@ -288,8 +284,8 @@ func (m Message) checkEvent(bus string) error {
 	if body := strings.TrimSpace(m.Body); !strings.HasPrefix(body, "{") || json.Unmarshal([]byte(body), &members) != nil {
 		return fmt.Errorf("destination %s is an event bus: the body must be a JSON object, the event's detail", m.To)
 	}
-	if _, taken := members[EventDetailMember]; taken {
-		return fmt.Errorf("the body's member %q is sqs-once's: it carries the event's emit id", EventDetailMember)
+	if _, taken := members[sqsmsg.EventDetailMember]; taken {
+		return fmt.Errorf("the body's member %q is sqs-once's: it carries the event's emit id", sqsmsg.EventDetailMember)
 	}
 	for name, v := range m.Attributes {
 		switch name {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
 
 const bus = "events:orders"
@@ -80,7 +81,7 @@ func TestEmitRefusesWhatABusWouldRefuse(t *testing.T) {
 		{"an array body", sqsonce.Message{To: bus, Body: `[{"orderId":"A-1"}]`}, "JSON object"},
 		{"a string body", sqsonce.Message{To: bus, Body: `"A-1"`}, "JSON object"},
 		{"a broken object", sqsonce.Message{To: bus, Body: `{"orderId":`}, "JSON object"},
-		{"the member of the emit id", sqsonce.Message{To: bus, Body: `{"sqsOnce":1}`}, sqsonce.EventDetailMember},
+		{"the member of the emit id", sqsonce.Message{To: bus, Body: `{"sqsOnce":1}`}, targets.DetailMember},
 		{"too large", sqsonce.Message{To: bus, Body: `{"x":"` + strings.Repeat("x", sqsonce.MaxMessageBytes) + `"}`}, "MaxMessageBytes"},
 		{"another attribute", sqsonce.Message{To: bus, Body: "{}", Attributes: attrs("type", "OrderAccepted")}, "no message attributes"},
 		{"the emit id's attribute", sqsonce.Message{To: bus, Body: "{}", Attributes: attrs(sqsonce.AttrEmitID, "mine")}, "no message attributes"},

@@ -28,6 +28,12 @@ const (
 	SystemAttrTraceHeader = "AWSTraceHeader"
 )
 
+// EventDetailMember is the member of an EventBridge event's detail that
+// sqs-once adds: {"emitId": "<the emit id>"} on an event sqsonce.Emit
+// stages, the key and fence on one the events target forwards
+// (targets.DetailMember). Here so that both packages name one constant.
+const EventDetailMember = "sqsOnce"
+
 // SQS limits (Amazon SQS Developer Guide, quotas; raised from 256 KiB to 1 MiB
 // in 2025). moto 5.2 enforces the same byte limits but counts only the body.
 const (

@@ -13,6 +13,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
+	"github.com/sqs-once/sqs-once/internal/sqsmsg"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
@@ -34,7 +35,7 @@ const (
 // DetailMember is the member of an event's Detail that carries the key and
 // fence: {"key": "...", "fence": 1700000000001}; on an event the Sender
 // puts, the emit id: {"emitId": "..."}.
-const DetailMember = sqsonce.EventDetailMember
+const DetailMember = sqsmsg.EventDetailMember
 
 // EventsTarget puts each message on an event bus with PutEvents. A body
 // that is a JSON object is the Detail, with DetailMember added; any other
