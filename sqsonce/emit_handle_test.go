@@ -35,6 +35,28 @@ func (s *flakySender) Send(_ context.Context, msgs []Outgoing) []error {
 	return errs
 }
 
+// emitter is a processor on b whose handler emits one message per record
+// through sender, with what it observed: its outcomes, and how often the
+// handler ran.
+type emitter struct {
+	p        *Processor
+	outcomes []Outcome
+	runs     int
+}
+
+func newEmitter(t *testing.T, b *procBundle, sender Sender) *emitter {
+	t.Helper()
+	e := &emitter{}
+	cfg := b.cfg
+	cfg.Sender = sender
+	cfg.OnOutcome = func(_ context.Context, o Outcome) { e.outcomes = append(e.outcomes, o) }
+	e.p = mustProcessor(t, cfg, func(ctx context.Context, msg events.SQSMessage) error {
+		e.runs++
+		return Emit(ctx, Message{To: "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/next", Body: msg.Body})
+	}, b.sqs)
+	return e
+}
+
 // TestHandleEmitPendingIsRetriedAndRelayed: Handle's record whose emitted
 // message could not be sent is reported failed (retried, not deleted),
 // with reason emit-pending; its redelivery sends the message, with the
@@ -45,21 +67,14 @@ func TestHandleEmitPendingIsRetriedAndRelayed(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be procBackend) {
 		b := procSetup(t, be)
 		sender := &flakySender{failing: true, byID: map[string]int{}}
-		cfg := b.cfg
-		cfg.Sender = sender
-		var outcomes []Outcome
-		cfg.OnOutcome = func(_ context.Context, o Outcome) { outcomes = append(outcomes, o) }
-		runs := 0
-		p := mustProcessor(t, cfg, func(ctx context.Context, msg events.SQSMessage) error {
-			runs++
-			return Emit(ctx, Message{To: "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/next", Body: msg.Body})
-		}, b.sqs)
+		e := newEmitter(t, b, sender)
+		p := e.p
 		rec := procRecord("m-1", "order A-1")
 		if failed := handleWith(t, p, rec); !slices.Equal(failed, []string{"m-1"}) {
 			t.Fatalf("failed %v; want [m-1]: a record whose messages are pending is retried", failed)
 		}
-		if len(outcomes) != 1 || outcomes[0].Kind != KindFailed || outcomes[0].Reason != ReasonEmitPending || !errors.Is(outcomes[0].Err, ErrEmitPending) {
-			t.Fatalf("outcomes %+v; want one Failed/emit-pending", outcomes)
+		if len(e.outcomes) != 1 || e.outcomes[0].Kind != KindFailed || e.outcomes[0].Reason != ReasonEmitPending || !errors.Is(e.outcomes[0].Err, ErrEmitPending) {
+			t.Fatalf("outcomes %+v; want one Failed/emit-pending", e.outcomes)
 		}
 		sender.mu.Lock()
 		sender.failing = false
@@ -67,13 +82,13 @@ func TestHandleEmitPendingIsRetriedAndRelayed(t *testing.T) {
 		if failed := handleWith(t, p, rec); len(failed) != 0 {
 			t.Fatalf("the redelivery failed %v; want it deleted once the message is sent", failed)
 		}
-		if runs != 1 {
-			t.Errorf("the handler ran %d times; want once", runs)
+		if e.runs != 1 {
+			t.Errorf("the handler ran %d times; want once", e.runs)
 		}
 		if len(sender.byID) != 1 {
 			t.Errorf("sent %v; want one message", sender.byID)
 		}
-		if o := outcomes[len(outcomes)-1]; o.Kind != KindDuplicate {
+		if o := e.outcomes[len(e.outcomes)-1]; o.Kind != KindDuplicate {
 			t.Errorf("the redelivery's outcome %+v; want Duplicate", o)
 		}
 	})
@@ -124,21 +139,14 @@ func TestHandleCompletionUnknownWithEmitsIsRetried(t *testing.T) {
 				b.faults.fail("complete", errors.New("dial tcp: connection refused"))
 			}
 			sender := &flakySender{byID: map[string]int{}}
-			cfg := b.cfg
-			cfg.Sender = sender
-			var outcomes []Outcome
-			cfg.OnOutcome = func(_ context.Context, o Outcome) { outcomes = append(outcomes, o) }
-			runs := 0
-			p := mustProcessor(t, cfg, func(ctx context.Context, msg events.SQSMessage) error {
-				runs++
-				return Emit(ctx, Message{To: "sqs:https://sqs.us-east-1.amazonaws.com/123456789012/next", Body: msg.Body})
-			}, b.sqs)
+			e := newEmitter(t, b, sender)
+			p := e.p
 			rec := procRecord("m-1", "order A-1")
 			if failed := handleWith(t, p, rec); !slices.Equal(failed, []string{"m-1"}) {
 				t.Fatalf("failed %v; want [m-1]: a completion with messages whose outcome is unknown is retried, not deleted", failed)
 			}
-			if len(outcomes) != 1 || outcomes[0].Kind != KindFailed || outcomes[0].Reason != ReasonCommitUnknown {
-				t.Fatalf("outcomes %+v; want one Failed/commit-unknown", outcomes)
+			if len(e.outcomes) != 1 || e.outcomes[0].Kind != KindFailed || e.outcomes[0].Reason != ReasonCommitUnknown {
+				t.Fatalf("outcomes %+v; want one Failed/commit-unknown", e.outcomes)
 			}
 			if len(sender.byID) != 0 {
 				t.Fatalf("sent %v before the completion was known written", sender.byID)
@@ -159,8 +167,8 @@ func TestHandleCompletionUnknownWithEmitsIsRetried(t *testing.T) {
 				t.Fatalf("the redelivery failed %v; want it deleted once its message is sent", failed)
 			}
 			wantRuns := map[bool]int{true: 1, false: 2}[written]
-			if runs != wantRuns {
-				t.Errorf("the handler ran %d times; want %d", runs, wantRuns)
+			if e.runs != wantRuns {
+				t.Errorf("the handler ran %d times; want %d", e.runs, wantRuns)
 			}
 			if len(sender.byID) != 1 {
 				t.Errorf("sent %v; want one message, once", sender.byID)
