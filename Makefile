@@ -33,12 +33,24 @@ DYNAMODB_LOCAL_INSTALLED = $$(node -p "require('./.tools/node_modules/amplify-dy
 # skips a directory that is not there.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-# The local harness (local/: the demo, setup, benchreport, the template's
-# tests) and the operator CLI (cmd/sqs-once/) are Go modules of their own
-# beside the product's, so that their dependencies stay out of a library
-# user's module graph; `go -C DIR` runs the go command in one of them. The
-# examples are modules too, tested as a user tests theirs.
-MODULES = . local cmd/sqs-once examples/orders examples/otel examples/txorders
+# The repository is several Go modules (docs/development.md, "Modules"): the
+# library, the PostgreSQL and Redis stores, the processor, the operator CLI,
+# the local harness (local/) and the examples, joined by go.work. In the
+# workspace one go command builds, vets or tests the packages of them all:
+# these patterns name every package of every module.
+PACKAGES = github.com/sqs-once/sqs-once/... example.com/...
+
+# The processor's tests on the Redis store are a test file of package
+# sqsonce kept in the Redis store's module (its testdata), which the
+# library's module may not import; this overlay compiles it into sqsonce's
+# tests (written by redis-overlay).
+REDIS_OVERLAY = $(BIN_DIR)/redis-overlay.json
+REDIS_TESTS = sqsonce/store/redisstore/testdata/proc_redis_integration_test.go
+
+# TESTFLAGS go to every go test of unit: -count=1 runs each test again
+# even when go test's cache has its result (the cache keys a result on the
+# test binary and the files and environment variables the test read).
+TESTFLAGS ?=
 
 # setup (local/setup) installs what the machine lacks for -for demo or
 # -for test and says once what only the user can install; a no-op when all is
@@ -50,7 +62,7 @@ SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo try test cli setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo try test cli tidy release-check redis-overlay setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -81,30 +93,38 @@ cli:
 ## cfn-lint, tmux, the AWS CLI)
 test: setup lint model model-mutants unit
 
-unit:
-	$(GO) test -race -count=1 -tags integration ./...
-	@# The harness and the CLI, modules of their own: the demo, samstack,
-	@# setup and the template's tests; the CLI's commands on moto_server.
-	@# -timeout: go test's default (10m) bounds a whole package, and the
-	@# template's package runs cfn-lint on some thirty templates (minutes of
-	@# CPU) beside its deployments: on a busy two-core machine it took 9 of
-	@# those 10 minutes. Each test bounds its own waits; this only keeps the
-	@# package's sum from reading as a hang.
-	$(GO) -C local test -race -count=1 -timeout 30m -tags integration ./...
-	$(GO) -C cmd/sqs-once test -race -count=1 -tags integration ./...
-	@# The example is a module of its own, tested as a user tests theirs: on
-	@# sqsoncetest's store, no AWS.
-	$(GO) -C examples/orders test -race -count=1 ./...
-	@# So is the OpenTelemetry example, its counter read with the SDK's
-	@# ManualReader.
-	$(GO) -C examples/otel test -race -count=1 ./...
-	@# So is the transactional example, run as a subprocess on moto_server
-	@# and PostgreSQL: killed at its commit and paused past its lock, one
-	@# order row each time (two with -plain).
-	$(GO) -C examples/txorders test -race -count=1 -tags integration ./...
+unit: redis-overlay
+	@# Every package of every module at once, the hermetic tests and those
+	@# tagged integration; go test runs as many packages side by side as the
+	@# machine has cores, and answers from its cache for a package whose test
+	@# binary and inputs did not change. -timeout bounds one package: the
+	@# template's runs cfn-lint on some thirty templates beside deployments.
+	$(GO) test -race -tags integration -timeout 30m -overlay $(REDIS_OVERLAY) $(TESTFLAGS) $(PACKAGES)
 	@# The processor built with the Redis store (STORE=redis), which the
 	@# default build leaves out.
-	$(GO) test -race -count=1 -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
+	$(GO) test -race -tags 'integration redis' $(TESTFLAGS) ./internal/storeenv/ ./cmd/processor/
+
+## redis-overlay: writes $(REDIS_OVERLAY), which puts the processor's tests
+## on the Redis store into package sqsonce's (go test -overlay)
+redis-overlay:
+	@mkdir -p $(BIN_DIR)
+	@printf '{"Replace":{"%s":"%s"}}\n' "$(CURDIR)/sqsonce/proc_redis_integration_test.go" "$(CURDIR)/$(REDIS_TESTS)" > $(REDIS_OVERLAY)
+
+## tidy: go mod tidy in every module, against this checkout's modules
+## (local/releasecheck -tidy: no proxy serves their version before it is
+## tagged)
+tidy:
+	@$(GO) build -o $(BIN_DIR)/releasecheck ./local/releasecheck && $(BIN_DIR)/releasecheck -tidy
+
+## release-check: what a release needs, checked offline (local/releasecheck):
+## no replace in any module, one version in every requirement of the
+## repository's modules, go.work, the template, the CHANGELOG and
+## `sqs-once --version`; every module tidy; a DynamoDB user's module graph
+## without another store's driver; the CLI's without the harness, built in
+## module mode against this checkout's modules served at that version (what
+## `go install` fetches once they are tagged: docs/development.md, "Releasing")
+release-check:
+	@$(GO) build -o $(BIN_DIR)/releasecheck ./local/releasecheck && $(BIN_DIR)/releasecheck
 
 ## setup: installs what `make test` (and `make demo`) needs and the machine
 ## lacks: the Python tools into .venv (pip, requirements-dev.txt), spin, gcc,
@@ -133,15 +153,15 @@ install-dynalite:
 install-dynamodb-local:
 	@[ "$(DYNAMODB_LOCAL_INSTALLED)" = "$(DYNAMODB_LOCAL_VERSION)" ] || $(DYNAMODB_LOCAL_INSTALL)
 
-## lint: gofmt, go vet and go mod tidy -diff in every module, and cfn-lint
-## on the SAM template
-lint:
+## lint: gofmt, go vet of every module, releasecheck -lint (no replace, one
+## version, every module tidy, a DynamoDB user's graph without the other
+## stores' drivers) and cfn-lint on the SAM template
+lint: redis-overlay
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	@for m in $(MODULES); do \
-		echo "$(GO) -C $$m vet -tags integration ./... && $(GO) -C $$m mod tidy -diff"; \
-		$(GO) -C $$m vet -tags integration ./... && $(GO) -C $$m mod tidy -diff || exit 1; \
-	done
+	$(GO) vet -tags integration -overlay $(REDIS_OVERLAY) $(PACKAGES)
+	$(GO) vet -tags 'integration redis' ./internal/storeenv/ ./cmd/processor/
+	@$(GO) build -o $(BIN_DIR)/releasecheck ./local/releasecheck && $(BIN_DIR)/releasecheck -lint
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH: make setup installs it into .venv" >&2; exit 1; }
 	cfn-lint template.yaml
 
@@ -162,19 +182,19 @@ model-mutants:
 ## on the DynamoDB store (moto_server) beside one on the Redis store
 ## (redis-server); then the store calls of a record that emits messages
 BENCH_BASELINE ?= 8ee3409
-bench:
+bench: redis-overlay
 	$(GO) -C local run ./benchreport -baseline '$(BENCH_BASELINE)' $(BENCH_FLAGS)
 	@# A record on each store, beside each other: DynamoDB on moto_server,
 	@# Redis on redis-server, both local (docs/benchmarks.md, the two stores).
-	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkRecord(OnRedis)?$$' -benchmem ./sqsonce/
+	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkRecord(OnRedis)?$$' -benchmem -overlay $(REDIS_OVERLAY) ./sqsonce/
 	@# A record whose handler emits 0, 1 or 10 messages: the store's calls
 	@# in memory and on moto_server (docs/benchmarks.md, exactly-once emits).
 	$(GO) test -tags integration -run '^$$' -bench '^BenchmarkEmit(OnDynamoDB)?$$' -benchtime 200x -benchmem ./sqsonce/
 
 ## bench-moto: what a record costs against moto_server and in memory, and a
 ## batch of ten 200 ms records (go test -bench of ./sqsonce/...)
-bench-moto:
-	$(GO) test -tags integration -run '^$$' -bench . -benchmem ./sqsonce/...
+bench-moto: redis-overlay
+	$(GO) test -tags integration -run '^$$' -bench . -benchmem -overlay $(REDIS_OVERLAY) ./sqsonce/...
 
 ## fuzz: each fuzz target of the parsers of outside input for FUZZTIME (go
 ## test -fuzz takes one target per run); a failing input is written to the

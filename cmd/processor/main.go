@@ -45,7 +45,7 @@ func newProcessor(ctx context.Context, lookup func(string) (string, bool)) (*sqs
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
 	t, terr := targets.FromEnv(lookup, awsCfg, slog.Default())
-	store, serr := storeenv.FromEnv(lookup, awsCfg)
+	store, serr := storeenv.FromEnv(lookup, awsCfg, redisFromEnv())
 	if terr != nil || serr != nil {
 		// Every bad variable at once: the target's, the store's and the
 		// processor's.

@@ -10,14 +10,16 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.6
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.0
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.1
+	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.7
 	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
 	github.com/aws/smithy-go v1.28.8
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
-	github.com/sqs-once/sqs-once v0.0.0
-	github.com/sqs-once/sqs-once/local v0.0.0
+	github.com/sqs-once/sqs-once v0.7.0
+	github.com/sqs-once/sqs-once/sqsonce/store/pgstore v0.7.0
+	github.com/sqs-once/sqs-once/sqsonce/store/redisstore v0.7.0
 	github.com/vbauerster/mpb/v8 v8.9.3
 	golang.org/x/term v0.47.0
 )
@@ -37,7 +39,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.9 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/s3shared v1.20.9 // indirect
-	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.7 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sns v1.47.8 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2 // indirect
@@ -53,14 +54,6 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-)
-
-// The CLI is built from a clone (cd cmd/sqs-once && go install .): it
-// takes the library from this repository, and its tests take the local
-// harness (samstack deploys template.yaml on moto_server).
-replace (
-	github.com/sqs-once/sqs-once => ../../
-	github.com/sqs-once/sqs-once/local => ../../local
 )

@@ -1,3 +1,11 @@
+// In this checkout the repository's go.work gives this example the
+// checkout's sqs-once modules (the version required below is the one being
+// released). In your own module run
+//
+//	go get github.com/sqs-once/sqs-once/sqsonce
+//
+// (no version is tagged yet, so go get records a pseudo-version of the
+// newest commit).
 module example.com/orders
 
 go 1.26.0
@@ -5,7 +13,7 @@ go 1.26.0
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2/config v1.33.14
-	github.com/sqs-once/sqs-once v0.0.0
+	github.com/sqs-once/sqs-once v0.7.0
 )
 
 require (
@@ -25,13 +33,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.7 // indirect
 	github.com/aws/smithy-go v1.28.8 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
-
-// This example builds against the checkout it sits in. In your own module,
-// drop the replace and run
-//
-//	go get github.com/sqs-once/sqs-once/sqsonce
-//
-// (the module is github.com/sqs-once/sqs-once; no version is tagged yet,
-// so go get records a pseudo-version of the newest commit).
-replace github.com/sqs-once/sqs-once => ../..

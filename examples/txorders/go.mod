@@ -1,3 +1,12 @@
+// In this checkout the repository's go.work gives this example the
+// checkout's sqs-once modules (the version required below is the one being
+// released). In your own module run
+//
+//	go get github.com/sqs-once/sqs-once/sqsonce
+//	go get github.com/sqs-once/sqs-once/sqsonce/store/pgstore
+//
+// (no version is tagged yet, so go get records a pseudo-version of the
+// newest commit).
 module example.com/txorders
 
 go 1.26.0
@@ -8,7 +17,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/sqs-once/sqs-once v0.0.0
+	github.com/sqs-once/sqs-once v0.7.0
+	github.com/sqs-once/sqs-once/sqsonce/store/pgstore v0.7.0
 )
 
 require (
@@ -37,12 +47,3 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-// This example builds against the checkout it sits in. In your own module,
-// drop the replace and run
-//
-//	go get github.com/sqs-once/sqs-once/sqsonce
-//
-// (the module is github.com/sqs-once/sqs-once; no version is tagged yet,
-// so go get records a pseudo-version of the newest commit).
-replace github.com/sqs-once/sqs-once => ../..

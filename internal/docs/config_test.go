@@ -62,7 +62,7 @@ func loadProcessor(lookup envconfig.Lookup) error {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := targets.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
 	// The default build's: STORE=redis is refused (no Redis store linked).
-	_, serr := storeenv.FromEnv(lookup, aws.Config{Region: "us-east-1"})
+	_, serr := storeenv.FromEnv(lookup, aws.Config{Region: "us-east-1"}, nil)
 	if err := errors.Join(err, terr, serr); err != nil {
 		return err
 	}

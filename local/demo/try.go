@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 // TryReady starts the line Try prints once the stack is deployed and the

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 // Values to try for the free-form string parameters, at their edges.

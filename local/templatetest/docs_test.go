@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/local/samstack"
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 )
 
 const (

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 // envFile returns events/env.json's variables for each function.

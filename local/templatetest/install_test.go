@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/metrics"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/sqsmsg"
-	"github.com/sqs-once/sqs-once/local/samstack"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )

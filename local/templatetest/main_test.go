@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 func TestMain(m *testing.M) {

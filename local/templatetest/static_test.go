@@ -18,11 +18,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/envconfig"
 	"github.com/sqs-once/sqs-once/internal/metrics"
 	"github.com/sqs-once/sqs-once/internal/replay"
 	"github.com/sqs-once/sqs-once/internal/storeenv"
-	"github.com/sqs-once/sqs-once/local/samstack"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
@@ -46,7 +46,7 @@ var loaders = map[string]func(envconfig.Lookup) error{
 func processorConfig(lookup envconfig.Lookup, awsCfg aws.Config) (sqsonce.ConsumerConfig, error) {
 	cfg, err := sqsonce.ConfigFromEnv(lookup)
 	tg, terr := targets.FromEnv(lookup, awsCfg, nil)
-	s, serr := storeenv.FromEnv(lookup, awsCfg)
+	s, serr := storeenv.FromEnv(lookup, awsCfg, nil)
 	cfg.AWS, cfg.Target, cfg.Store = awsCfg, tg, s
 	return cfg, errors.Join(err, terr, serr)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 // migrationEnv is an existing queue, the Lambda consumer that reads it

@@ -25,4 +25,10 @@
 // API after the stack is created) or reports the gap; every such step is
 // listed in Stack.Adaptations, never done silently. Deploy is for local
 // endpoints: deploy to AWS with `sam deploy`. Describe works on either.
+//
+// It is a test harness, not part of sqs-once's API: it lives in the CLI's
+// module because the CLI's tests deploy the template with it, and the CLI's
+// module may require no unpublished module (it is installed with `go
+// install`); the harness (local/) imports it from here. It needs only the
+// AWS SDK, which the CLI requires anyway.
 package samstack

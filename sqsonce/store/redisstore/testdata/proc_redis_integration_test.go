@@ -1,5 +1,17 @@
 //go:build integration
 
+// The processor's tests on the Redis store: a test file of package sqsonce
+// (sqsonce/proc_redis_integration_test.go) kept here, in the Redis store's
+// module, because the library's module may not import that module or the
+// Redis client (every library user would carry both in its module graph,
+// tests' imports included). make test compiles it into sqsonce's tests with
+// go's -overlay (bin/redis-overlay.json, written by the Makefile), in the
+// workspace, where this module is the checkout's; go mod tidy, which does
+// not see overlays, keeps the library's go.mod free of it. To run it by
+// hand: make redis-overlay, then
+//
+//	go test -overlay bin/redis-overlay.json -tags integration -run Redis ./sqsonce/
+
 package sqsonce
 
 import (

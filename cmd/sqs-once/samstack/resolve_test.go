@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqs-once/sqs-once/local/samstack"
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 )
 
 // A template as the translator emits it: long-form intrinsics only.

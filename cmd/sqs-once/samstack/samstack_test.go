@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
-	"github.com/sqs-once/sqs-once/local/samstack"
 )
 
 func TestMain(m *testing.M) { mototest.Main(m) }

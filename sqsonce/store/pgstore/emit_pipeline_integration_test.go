@@ -1,6 +1,6 @@
 //go:build integration
 
-package sqsonce_test
+package pgstore_test
 
 import (
 	"context"
@@ -61,7 +61,7 @@ const pipelineLock = time.Minute
 type pipelineFault int
 
 const (
-	noFault pipelineFault = iota
+	pipelineNoFault pipelineFault = iota
 	// diesBeforeSend: the invocation dies after the commit, before the
 	// send (the emit mode), or after the send, before the completion (the
 	// control: its send is inside the handler).
@@ -82,7 +82,7 @@ func (f pipelineFault) String() string {
 	return [...]string{"none", "dies before send", "send answer lost", "paused past its lock"}[f]
 }
 
-func faultOf(i int) pipelineFault { return pipelineFault(i % int(pipelineFaults)) }
+func pipelineFaultOf(i int) pipelineFault { return pipelineFault(i % int(pipelineFaults)) }
 
 // attrHolder marks the message a paused holder emits: it must never be
 // sent.
@@ -222,7 +222,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = proxy.Close() })
 		for i := range pipelineOrders {
-			if faultOf(i) == sendAnswerLost {
+			if pipelineFaultOf(i) == sendAnswerLost {
 				proxy.ScriptWhen("SendMessageBatch", faultproxy.BodyContains(fmt.Sprintf(`\"order\":\"%s\"`, orderName(mode.name, i))), faultproxy.FailAfter)
 			}
 		}
@@ -358,7 +358,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 		}
 		// Every order twice: a producer's retry.
 		for i := range pipelineOrders {
-			body, _ := json.Marshal(orderBody{Order: orderName(mode.name, i), Fault: int(faultOf(i))})
+			body, _ := json.Marshal(orderBody{Order: orderName(mode.name, i), Fault: int(pipelineFaultOf(i))})
 			for range 2 {
 				if _, err := sqsDirect.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q1), MessageBody: aws.String(string(body))}); err != nil {
 					t.Fatal(err)
@@ -371,10 +371,10 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 
 	faulted, paused := 0, 0
 	for i := range pipelineOrders {
-		if faultOf(i) != noFault {
+		if pipelineFaultOf(i) != pipelineNoFault {
 			faulted++
 		}
-		if faultOf(i) == pausedPastLock {
+		if pipelineFaultOf(i) == pausedPastLock {
 			paused++
 		}
 	}
@@ -388,7 +388,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 			case n > 1:
 				twice++
 				if mode.emit {
-					t.Errorf("%s: order %d (fault %s): %d shipments", mode.name, i, faultOf(i), n)
+					t.Errorf("%s: order %d (fault %s): %d shipments", mode.name, i, pipelineFaultOf(i), n)
 				}
 			}
 		}
@@ -438,7 +438,7 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 	rs.Close()
 	for i := range pipelineOrders {
 		if n := rows[orderName("emit on PostgreSQL", i)]; n != 1 {
-			t.Errorf("emit on PostgreSQL: order %d (fault %s): %d order rows; want 1", i, faultOf(i), n)
+			t.Errorf("emit on PostgreSQL: order %d (fault %s): %d order rows; want 1", i, pipelineFaultOf(i), n)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build integration && redis
 
-package storeenv_test
+package main
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // processor on it runs a key once.
 func TestFromEnvRedis(t *testing.T) {
 	srv := redisserver.Start(t)
-	store, err := storeenv.FromEnv(envconfig.Map(map[string]string{"STORE": "redis", "REDIS_URL": "redis://" + srv.Addr}), aws.Config{})
+	store, err := storeenv.FromEnv(envconfig.Map(map[string]string{"STORE": "redis", "REDIS_URL": "redis://" + srv.Addr}), aws.Config{}, redisFromEnv())
 	if err != nil || store == nil {
 		t.Fatalf("STORE=redis: %v, %v", store, err)
 	}
