@@ -53,6 +53,10 @@ func MainWith(m *testing.M, setup func(aws.Config) error) {
 	os.Exit(run(m, setup))
 }
 
+// Run is Main without its exit: for a TestMain that starts servers of its
+// own around the tests and stops them after (pgstore's PostgreSQL).
+func Run(m *testing.M) int { return run(m, nil) }
+
 func run(m *testing.M, setup func(aws.Config) error) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	srv, err := motoserver.Start(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 )
@@ -28,7 +29,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	server = s
-	code := m.Run()
+	// moto_server too, for the emit pipeline's queues and its DynamoDB
+	// stage (TestEmitPipelineUnderFaults).
+	code := mototest.Run(m)
 	s.Stop()
 	os.Exit(code)
 }
