@@ -183,6 +183,16 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 	// was cancelled, retries) belong with the functions' logs, not on the
 	// terminal between the progress line and the report.
 	awsCfg.Logger = sdkLogger(fnLog)
+	// The servers load each service's code while the template is still
+	// being translated (warmUp); the deploy and the partitions' table wait
+	// for it.
+	warmCtx, stopWarming := context.WithCancel(ctx)
+	defer stopWarming()
+	mainWarm := warmUp(warmCtx, awsCfg)
+	partsWarm := make([]<-chan struct{}, len(partitionURLs))
+	for i, u := range partitionURLs {
+		partsWarm[i] = warmUpDynamo(warmCtx, awsCfg, u)
+	}
 
 	api := sqs.NewFromConfig(awsCfg)
 	var tq *targetQueue
@@ -202,6 +212,7 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 	if pr.err != nil {
 		return Summary{}, fmt.Errorf("create the stack from %s: %w", opts.Template, pr.err)
 	}
+	<-mainWarm
 	info, err := deployLocal(ctx, awsCfg, api, opts, pr.p)
 	if err != nil {
 		return Summary{}, err
@@ -228,6 +239,9 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 		return Summary{}, err
 	}
 	defer closeProxy()
+	for _, w := range partsWarm {
+		<-w
+	}
 	ddb, closeDynamo, err := partitionClients(ctx, awsCfg, info.table, partitionURLs, opts, chaos)
 	if err != nil {
 		return Summary{}, err
