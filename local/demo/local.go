@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,8 +70,15 @@ func runDir(opts Options) (string, error) {
 	return os.MkdirTemp("", "sqs-once-demo-")
 }
 
+// newRunID names a run: its stack, its queues and tables, its messages'
+// bodies. Random, not the clock's milliseconds as it was: runs started side
+// by side against one server (the package's tests do) must never share a
+// stack name.
 func newRunID() string {
-	return strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36*36*36), 36)
+	const ids = 36 * 36 * 36 * 36 * 36 * 36
+	// At least 5 characters, as the clock's ids were, so that a run's
+	// names keep their length.
+	return strconv.FormatInt(36*36*36*36+rand.Int64N(ids-36*36*36*36), 36)
 }
 
 // localAWSConfig is an SDK configuration that can only reach the local
