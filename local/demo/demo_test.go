@@ -27,9 +27,12 @@ import (
 
 func TestMain(m *testing.M) { mototest.Main(m) }
 
-// The demo tests run one after another, not in parallel: each drives a whole
-// pipeline against one moto_server, and on a 2-core machine two at once
-// would only slow each other down.
+// The demo tests run side by side (t.Parallel), as many at a time as go
+// test's -parallel allows (GOMAXPROCS: 2 on a 2-core machine), each with a
+// stack of its own on the package's moto_server (every run has a random
+// name). Most of a demo test's time is waiting, not work: a crashed
+// invocation's function timeout, a lock's expiry, the failure backoffs and
+// replay delays, -wait; one after another, the package took 222 s idle.
 
 // baseFlags run the demo on the test's moto_server with the repository's
 // template.
@@ -57,6 +60,7 @@ func runMain(t *testing.T, args []string) (Summary, int, string) {
 // TestDemoInvariants runs the whole pipeline with a small workload and checks
 // the invariants from the machine-readable summary.
 func TestDemoInvariants(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, fastFlags(t, "-n", "80", "-dup", "0.3", "-poison", "2", "-transient", "2", "-permanent", "1", "-seed", "5"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -129,6 +133,7 @@ func TestDemoInvariants(t *testing.T) {
 // the redeliveries must outlast the lock, or the message ends at the
 // operator queue instead (see the README).
 func TestDemoCrashIsReportedAsTheDocumentedWindow(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, baseFlags(t, "-n", "30", "-poison", "0", "-transient", "0", "-permanent", "0", "-crash", "2", "-function-timeout", "5s"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -166,6 +171,7 @@ func TestDemoCrashIsReportedAsTheDocumentedWindow(t *testing.T) {
 // once. The business table, which the report reads, holds one item per
 // key: more than once 0, where the plain run has 2.
 func TestDemoTxCrashCommitsOnce(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, baseFlags(t, "-n", "30", "-poison", "0", "-transient", "0", "-permanent", "0", "-crash", "2", "-function-timeout", "5s", "-tx"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -192,6 +198,7 @@ func TestDemoTxCrashCommitsOnce(t *testing.T) {
 // "duplicate", every key one processed record, and the last progress line
 // and the report show those counts, taken from the processor's decisions.
 func TestDemoCountsWhereItHappens(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, baseFlags(t, "-n", "40", "-dup", "0.5", "-poison", "0", "-transient", "0", "-permanent", "0", "-seed", "7"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -237,6 +244,7 @@ func TestDemoCountsWhereItHappens(t *testing.T) {
 // creating the stack, no message was sent, and the run failed for that
 // reason instead.
 func TestDemoTooShortATimeoutFailsAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, baseFlags(t, "-n", "10", "-dup", "0", "-poison", "0", "-transient", "0", "-permanent", "0", "-function-timeout", "300ms", "-wait", "15s"))
 	if code != ExitViolation || s.OK {
 		t.Fatalf("exit %d, ok %v; want a failed run\n%s", code, s.OK, report)
@@ -264,6 +272,7 @@ func TestDemoTooShortATimeoutFailsAndSaysWhy(t *testing.T) {
 // this test with such a duplicate "unexplained". What nothing injected
 // still fails it. The function timeout is the demo's default, 10 s.
 func TestDemoChaosHeavy(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, fastFlags(t, "-n", "60", "-dup", "0.3", "-poison", "1", "-transient", "1", "-permanent", "1", "-chaos", "heavy", "-function-timeout", "10s", "-seed", "3"))
 	if code != ExitOK || !s.OK || s.Lost != 0 {
 		t.Fatalf("exit %d, lost %d, violations %v\n%s", code, s.Lost, s.Violations, report)
@@ -303,6 +312,7 @@ func TestDemoChaosHeavy(t *testing.T) {
 // machine may not send them all within -wait 2s, counted from the first
 // send), still queued, or lost.
 func TestDemoFailsWhenMessagesAreMissing(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, fastFlags(t, "-n", "20", "-poison", "2", "-wait", "2s"))
 	left := 0
 	for _, n := range s.LeftInQueues {
@@ -326,6 +336,7 @@ func TestDemoFailsWhenMessagesAreMissing(t *testing.T) {
 // loaded machine, after the queue accepted its send): the run is OK only if
 // every such copy is explained, and on an idle machine there is none.
 func TestDemoTargetSQS(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, baseFlags(t, "-target", "sqs", "-n", "30", "-dup", "0.5", "-seed", "7"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -368,6 +379,7 @@ func TestDemoTargetSQS(t *testing.T) {
 // stack's outputs and functions. Another producer's message waits in the
 // operator queue: the run must count it and leave it there.
 func TestStackMode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	awsCfg := mototest.Config(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,8 +70,15 @@ func runDir(opts Options) (string, error) {
 	return os.MkdirTemp("", "sqs-once-demo-")
 }
 
+// newRunID names a run: its stack, its queues and tables, its messages'
+// bodies. Random, not the clock's milliseconds as it was: runs started side
+// by side against one server (the package's tests do) must never share a
+// stack name.
 func newRunID() string {
-	return strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36*36*36), 36)
+	const ids = 36 * 36 * 36 * 36 * 36 * 36
+	// At least 5 characters, as the clock's ids were, so that a run's
+	// names keep their length.
+	return strconv.FormatInt(36*36*36*36+rand.Int64N(ids-36*36*36*36), 36)
 }
 
 // localAWSConfig is an SDK configuration that can only reach the local
@@ -183,6 +191,16 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 	// was cancelled, retries) belong with the functions' logs, not on the
 	// terminal between the progress line and the report.
 	awsCfg.Logger = sdkLogger(fnLog)
+	// The servers load each service's code while the template is still
+	// being translated (warmUp); the deploy and the partitions' table wait
+	// for it.
+	warmCtx, stopWarming := context.WithCancel(ctx)
+	defer stopWarming()
+	mainWarm := warmUp(warmCtx, awsCfg)
+	partsWarm := make([]<-chan struct{}, len(partitionURLs))
+	for i, u := range partitionURLs {
+		partsWarm[i] = warmUpDynamo(warmCtx, awsCfg, u)
+	}
 
 	api := sqs.NewFromConfig(awsCfg)
 	var tq *targetQueue
@@ -202,6 +220,7 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 	if pr.err != nil {
 		return Summary{}, fmt.Errorf("create the stack from %s: %w", opts.Template, pr.err)
 	}
+	<-mainWarm
 	info, err := deployLocal(ctx, awsCfg, api, opts, pr.p)
 	if err != nil {
 		return Summary{}, err
@@ -228,6 +247,9 @@ func runLocalIn(ctx context.Context, opts Options, dir string, start time.Time, 
 		return Summary{}, err
 	}
 	defer closeProxy()
+	for _, w := range partsWarm {
+		<-w
+	}
 	ddb, closeDynamo, err := partitionClients(ctx, awsCfg, info.table, partitionURLs, opts, chaos)
 	if err != nil {
 		return Summary{}, err

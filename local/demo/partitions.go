@@ -198,14 +198,21 @@ func partitionClients(ctx context.Context, awsCfg aws.Config, table string, urls
 			c()
 		}
 	}
-	parts := make(partitioned, len(urls))
+	// The table is created on every partition side by side: each server
+	// does its own work.
+	copied := make([]error, len(urls))
+	var wg sync.WaitGroup
 	for i, u := range urls {
 		direct := awsCfg.Copy()
 		direct.BaseEndpoint = aws.String(u)
-		if err := copyTable(ctx, from, dynamodb.NewFromConfig(direct), table); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
+		wg.Go(func() { copied[i] = copyTable(ctx, from, dynamodb.NewFromConfig(direct), table) })
+	}
+	wg.Wait()
+	if err := errors.Join(copied...); err != nil {
+		return nil, nil, err
+	}
+	parts := make(partitioned, len(urls))
+	for i, u := range urls {
 		cfg, closeProxy, err := pipelineConfig(awsCfg, u, opts, chaos, uint64(1+i))
 		if err != nil {
 			closeAll()

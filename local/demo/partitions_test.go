@@ -23,6 +23,7 @@ import (
 // conditional create of a key that exists fails there), its reads and
 // deletes reach the same one, and the keys are spread over both servers.
 func TestPartitionsKeepEachItemOnOneServer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := mototest.Config(t)
 	table := mototest.NewIdempotencyTable(t, cfg)

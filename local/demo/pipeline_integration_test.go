@@ -22,6 +22,7 @@ func emitFlags(t *testing.T, mode string) []string {
 // on the emit id, ships every order once: more than once 0, missing 0,
 // although one message arrived twice.
 func TestDemoEmitCrashShipsOnce(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, emitFlags(t, "-emit"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
@@ -57,6 +58,7 @@ func TestDemoEmitCrashShipsOnce(t *testing.T) {
 // 1's documented window) and send again, with a new id: stage 2 ships
 // those orders twice, and the report says why.
 func TestDemoEmitInlineCrashShipsTwice(t *testing.T) {
+	t.Parallel()
 	s, code, report := runMain(t, emitFlags(t, "-emit-inline"))
 	if code != ExitOK || !s.OK {
 		t.Fatalf("exit %d, violations %v\n%s", code, s.Violations, report)
