@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -248,6 +249,17 @@ func TestAPIExternalProgramUnderLambdaRuntime(t *testing.T) {
 // module it needs, so with those in the module cache it builds offline.
 func apiBuildOrdersExample(t *testing.T) string {
 	t.Helper()
+	// go test caches this test's result keyed on the files the test binary
+	// opens and stats, not on what the go build below reads: statting the
+	// example's files makes an edit of the example run the test again.
+	if err := filepath.WalkDir(apiOrdersExampleDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			_, err = os.Stat(path)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("read %s: %v", apiOrdersExampleDir, err)
+	}
 	bin := filepath.Join(t.TempDir(), "bootstrap")
 	start := time.Now()
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")

@@ -133,8 +133,10 @@ func must[T any](v T, err error) func(t *testing.T) T {
 }
 
 func TestSQSTargetForwardsByteForByte(t *testing.T) {
+	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fifo=%t", fifo), func(t *testing.T) {
+			t.Parallel()
 			cfg := mototest.Config(t)
 			dest := mototest.NewQueue(t, cfg, fifo, nil)
 			msgs := keyed(records(false))
@@ -155,6 +157,7 @@ func TestSQSTargetForwardsByteForByte(t *testing.T) {
 // A FIFO destination drops a second send of a key: a delivery retried after
 // a lost answer does not arrive twice.
 func TestSQSTargetFIFODestinationDeduplicatesByKey(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	dest := mototest.NewQueue(t, cfg, true, nil)
 	tg := must(targets.ToQueue(cfg, dest))(t)
@@ -171,8 +174,10 @@ func TestSQSTargetFIFODestinationDeduplicatesByKey(t *testing.T) {
 }
 
 func TestSNSTargetPublishesByteForByte(t *testing.T) {
+	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fifo=%t", fifo), func(t *testing.T) {
+			t.Parallel()
 			cfg := mototest.Config(t)
 			topic, queue := mototest.NewTopicToQueue(t, cfg, fifo)
 			msgs := keyed(withoutBinary(records(fifo)))
@@ -183,6 +188,7 @@ func TestSNSTargetPublishesByteForByte(t *testing.T) {
 }
 
 func TestEventsTargetPutsDetailWithKey(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	ctx := context.Background()
 	bus, queue := mototest.NewBusToQueue(t, cfg, "orders-app")
@@ -256,6 +262,7 @@ func (r refusingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBa
 }
 
 func TestSQSTargetRefusedEntryFailsAlone(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	dest := mototest.NewQueue(t, cfg, false, nil)
 	recs := records(false)
@@ -297,6 +304,7 @@ func (r refusingSNS) PublishBatch(ctx context.Context, in *sns.PublishBatchInput
 }
 
 func TestSNSTargetRefusedEntryFailsAlone(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	topic, queue := mototest.NewTopicToQueue(t, cfg, false)
 	recs := withoutBinary(records(false))
@@ -313,6 +321,7 @@ func TestSNSTargetRefusedEntryFailsAlone(t *testing.T) {
 // A whole call SNS refuses (moto checks a Number attribute's value) is
 // refused for every entry of it: no retry fixes it.
 func TestSNSTargetRefusedCall(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	topic, _ := mototest.NewTopicToQueue(t, cfg, false)
 	recs := withoutBinary(records(false))
@@ -328,6 +337,7 @@ func TestSNSTargetRefusedCall(t *testing.T) {
 // drops the second copy by its key-derived deduplication id, so the
 // message arrives once. (A standard queue cannot: see the README's limits.)
 func TestSQSTargetLostAnswerOnFIFODestinationArrivesOnce(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	dest := mototest.NewQueue(t, cfg, true, nil)
 	p, err := faultproxy.Start(mototest.URL(t))

@@ -55,6 +55,7 @@ func (s *answerLostOnce) Send(ctx context.Context, msgs []sqsonce.Outgoing) []er
 // both puts; a downstream consumer keyed on that pointer handles each
 // emitted event once.
 func TestEmitPutsEventsOnABus(t *testing.T) {
+	t.Parallel()
 	cfg := mototest.Config(t)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -21,7 +21,9 @@
 //
 // DynamoDB Local has no option for the address it listens on and binds
 // every interface; the server here is started through a launcher of ours
-// (Loopback.java, run by Java's source-file launcher) that binds it to
+// (Loopback.java, compiled once per user by the Java runtime's own
+// compiler into the user's cache directory, or else run by Java's
+// source-file launcher) that binds it to
 // 127.0.0.1 alone, on a port the system chooses. A JVM takes seconds to
 // start, so the tests of a package share one server (Shared, Config), each
 // with tables of its own; Start gives a test a server of its own. Either

@@ -2,7 +2,9 @@ package dynamodblocal
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,11 +192,17 @@ func launchIn(ctx context.Context, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Java's source-file launcher runs a .java file, compiled in memory as
-	// the JVM starts.
-	src := filepath.Join(dir, "Loopback.java")
-	if err := os.WriteFile(src, loopbackSource, 0o644); err != nil {
-		return nil, err
+	// The launcher compiled once (compiledLauncher), or else Java's
+	// source-file launcher, which compiles the .java file in memory as the
+	// JVM starts, every time.
+	classPath, main := jar, "Loopback"
+	if classes := compiledLauncher(ctx, jar); classes != "" {
+		classPath += string(os.PathListSeparator) + classes
+	} else {
+		main = filepath.Join(dir, "Loopback.java")
+		if err := os.WriteFile(main, loopbackSource, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	in, stdin, err := os.Pipe()
 	if err != nil {
@@ -204,8 +212,8 @@ func launchIn(ctx context.Context, dir string) (*Server, error) {
 		// The native SQLite of DynamoDB Local's storage, for this system.
 		"-Djava.library.path="+filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib"),
 		// The jar's manifest lists its libraries, relative to it.
-		"-cp", jar,
-		src, "0")
+		"-cp", classPath,
+		main, "0")
 	cmd := exec.Command("java", args...)
 	cmd.Dir = dir
 	// DynamoDB Local sets up its telemetry (a Pinpoint client, and a
@@ -236,6 +244,51 @@ func launchIn(ctx context.Context, dir string) (*Server, error) {
 		return nil, fmt.Errorf("start DynamoDB Local (java %s): %w; stderr: %s", strings.Join(args, " "), err, stderr)
 	}
 	return &Server{URL: "http://127.0.0.1:" + port, Engine: engine, proc: pr, stdin: stdin}, nil
+}
+
+// compiledLauncher returns a directory holding the launcher compiled from
+// loopbackSource, or "" when it cannot be compiled. It is compiled once per
+// user and source, into the user's cache directory, by the compiler of the
+// Java runtime itself (java -m jdk.compiler/..., there in every runtime
+// that runs source files, no JDK needed): the source-file launcher would
+// compile it at every start, some 2 s of CPU of each server's start. On
+// "" the caller runs the source file, as before.
+func compiledLauncher(ctx context.Context, jar string) string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(loopbackSource)
+	dir := filepath.Join(cache, "sqs-once", "dynamodblocal-launcher-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, "Loopback.class")); err == nil {
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return ""
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "compiling-")
+	if err != nil {
+		return ""
+	}
+	defer os.RemoveAll(tmp)
+	src, classes := filepath.Join(tmp, "Loopback.java"), filepath.Join(tmp, "classes")
+	if err := os.WriteFile(src, loopbackSource, 0o644); err != nil {
+		return ""
+	}
+	args := append(append([]string{}, jvmFlags...), "-m", "jdk.compiler/com.sun.tools.javac.Main",
+		"--release", "17", "-cp", jar, "-d", classes, src)
+	if err := exec.CommandContext(ctx, "java", args...).Run(); err != nil {
+		return ""
+	}
+	// Renamed whole, so a directory under the final name is complete.
+	// Another test binary may have put one there meanwhile: the same
+	// source's, as good as this one.
+	if err := os.Rename(classes, dir); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "Loopback.class")); err != nil {
+			return ""
+		}
+	}
+	return dir
 }
 
 // Stop terminates the server this Server started, and only that one, and

@@ -6,12 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -168,47 +165,4 @@ func TestChecksumWarningOff(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestServersAreApart: each Start is a server of its own, on its own port,
-// bound to 127.0.0.1 alone: the machine's other addresses refuse its port.
-func TestServersAreApart(t *testing.T) {
-	t.Parallel()
-	a, b := dynamodblocal.Start(t), dynamodblocal.Start(t)
-	if a.URL == b.URL {
-		t.Fatalf("two servers on %s", a.URL)
-	}
-	table := dynamodblocal.NewIdempotencyTable(t, a.Config())
-	_, err := b.Client().DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if !errors.As(err, new(*types.ResourceNotFoundException)) {
-		t.Errorf("a table of one server on the other: %v, want ResourceNotFoundException", err)
-	}
-
-	u, err := url.Parse(a.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Hostname() != "127.0.0.1" {
-		t.Fatalf("URL %s is not on 127.0.0.1", a.URL)
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// ::1 too: a server bound to every address of a dual-stack socket
-	// answers there.
-	others := []string{"::1"}
-	for _, addr := range addrs {
-		if ip, ok := addr.(*net.IPNet); ok && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
-			others = append(others, ip.IP.String())
-		}
-	}
-	for _, ip := range others {
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, u.Port()), 5*time.Second)
-		if err == nil {
-			conn.Close()
-			t.Errorf("the server answers on %s, not only on 127.0.0.1", net.JoinHostPort(ip, u.Port()))
-		}
-	}
-	t.Logf("port %s refused on %v", u.Port(), others)
 }

@@ -1,12 +1,15 @@
 package motoserver
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -175,8 +178,13 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
-// Stop terminates the process this Server started, and only that one.
-func (s *Server) Stop() { s.proc.Stop(5 * time.Second) }
+// Stop terminates the process this Server started, and only that one; a
+// Server this process did not start (Attach) is left running.
+func (s *Server) Stop() {
+	if s.proc != nil {
+		s.proc.Stop(5 * time.Second)
+	}
+}
 
 // Env is the environment that points the AWS SDK (and the AWS CLI) at this
 // server with dummy credentials, and never at AWS or the instance metadata
@@ -229,6 +237,100 @@ func ScrubEndpointOverrides() error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// SharedEnv is the environment variable that gives test binaries one
+// moto_server started for all of them (by withmoto, for a whole `make
+// test`) instead of one each: its value is the server's URL,
+// http://127.0.0.1:<port>.
+//
+// It is read from os.Environ (Shared), never with os.Getenv: go test keys
+// its cache on the variables a test reads with os.Getenv, and a free port
+// changes with every server, so every package that talks to moto would be
+// run again on every `make test` for nothing but a new port. Which server
+// answers is not an input of a test's result: a shared one and a private
+// one are the same moto_server with the same patches, and every test names
+// its own queues and tables.
+const SharedEnv = "SQS_ONCE_TEST_MOTO_ENDPOINT"
+
+// Shared returns the URL that SharedEnv gives, and whether it is set. A
+// value that is not http://127.0.0.1:<port> is an error: the tests run
+// against the loopback interface only.
+func Shared() (string, bool, error) {
+	var raw string
+	var set bool
+	// Not os.Getenv: see SharedEnv.
+	for _, kv := range os.Environ() {
+		if name, value, _ := strings.Cut(kv, "="); name == SharedEnv {
+			raw, set = value, true
+		}
+	}
+	if !set || raw == "" {
+		return "", false, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
+		return "", false, fmt.Errorf("%s=%q: want http://127.0.0.1:<port>", SharedEnv, raw)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host != "127.0.0.1" {
+		return "", false, fmt.Errorf("%s=%q: want http://127.0.0.1:<port> (the loopback interface only)", SharedEnv, raw)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return "", false, fmt.Errorf("%s=%q: bad port", SharedEnv, raw)
+	}
+	return "http://" + u.Host, true, nil
+}
+
+// Attach returns a Server for the moto_server at url, started by another
+// process, once it answers; ctx bounds the wait. Its Stop leaves the server
+// running.
+func Attach(ctx context.Context, url string) (*Server, error) {
+	s := &Server{URL: url}
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/moto-api/", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return s, nil
+			}
+			err = fmt.Errorf("GET /moto-api/: %s", resp.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("moto_server on %s (%s) does not answer: %v", s.URL, SharedEnv, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// LambdaWithoutDocker switches the server's Lambda to moto's Docker-free
+// backend: an Invoke answers the next result queued for its region (moto's
+// /moto-api/static/lambda-simple/response), or echoes its payload when none
+// is queued. The setting is the whole server's.
+func (s *Server) LambdaWithoutDocker(ctx context.Context) error {
+	body := []byte(`{"lambda":{"use_docker":false}}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/moto-api/config", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST /moto-api/config: %s", resp.Status)
 	}
 	return nil
 }

@@ -35,3 +35,31 @@ func TestScrubEndpointOverrides(t *testing.T) {
 		t.Error("AWS_ENDPOINT_URL was removed; only the overrides should be")
 	}
 }
+
+// TestShared: the variable is read as a loopback URL, or refused; unset or
+// empty, there is no shared server.
+func TestShared(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+		ok, fails   bool
+	}{
+		{"", "", false, false},
+		{"http://127.0.0.1:4566", "http://127.0.0.1:4566", true, false},
+		{"http://127.0.0.1:4566/", "http://127.0.0.1:4566", true, false},
+		{"http://localhost:4566", "", false, true},
+		{"http://10.0.0.1:4566", "", false, true},
+		{"https://127.0.0.1:4566", "", false, true},
+		{"http://127.0.0.1", "", false, true},
+		{"http://127.0.0.1:0", "", false, true},
+		{"http://127.0.0.1:4566/x", "", false, true},
+		{"127.0.0.1:4566", "", false, true},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			t.Setenv(SharedEnv, tc.value)
+			got, ok, err := Shared()
+			if got != tc.want || ok != tc.ok || (err != nil) != tc.fails {
+				t.Errorf("Shared() = %q, %t, %v; want %q, %t, error %t", got, ok, err, tc.want, tc.ok, tc.fails)
+			}
+		})
+	}
+}

@@ -4,10 +4,12 @@ package motoserver_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
@@ -34,11 +36,41 @@ func newPythonRun(t *testing.T) *pythonRun {
 
 // run runs testdata/script, patched or not, and returns what it printed.
 func (r *pythonRun) run(script string, patched bool) string {
+	r.t.Helper()
+	out, err := r.output(script, patched)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// runBoth runs testdata/script unpatched and patched at once, two
+// processes (most of each is importing moto, and the unpatched run of a
+// costly path is slow by design), and returns what each printed.
+func (r *pythonRun) runBoth(script string) (plain, patched string) {
+	r.t.Helper()
+	var outs [2]string
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, p := range []bool{false, true} {
+		wg.Go(func() { outs[i], errs[i] = r.output(script, p) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return outs[0], outs[1]
+}
+
+// output runs testdata/script, patched or not, and returns what it
+// printed. It may run in a goroutine of its own: it reports, never fails t.
+func (r *pythonRun) output(script string, patched bool) (string, error) {
 	t := r.t
-	t.Helper()
 	abs, err := filepath.Abs(filepath.Join("testdata", script))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	pythonPath := t.TempDir()
 	if patched {
@@ -50,7 +82,7 @@ func (r *pythonRun) run(script string, patched bool) string {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("python3 %s: %v\n%s\n(moto must be importable by python3: make setup installs it into .venv, which make puts first on PATH)", script, err, stderr.String())
+		return "", fmt.Errorf("python3 %s: %v\n%s\n(moto must be importable by python3: make setup installs it into .venv, which make puts first on PATH)", script, err, stderr.String())
 	}
-	return strings.TrimSpace(out.String())
+	return strings.TrimSpace(out.String()), nil
 }

@@ -23,16 +23,16 @@ func TestSpeedPatchesChangeCostsNotAnswers(t *testing.T) {
 		Answers map[string]any
 		Cost    map[string]int
 	}
-	run := func(patched bool) result {
+	decode := func(out string) result {
 		t.Helper()
-		out := py.run("speed_patches.py", patched)
 		var r result
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("speed_patches.py printed %q: %v", out, err)
 		}
 		return r
 	}
-	plain, patched := run(false), run(true)
+	plainOut, patchedOut := py.runBoth("speed_patches.py")
+	plain, patched := decode(plainOut), decode(patchedOut)
 
 	if !reflect.DeepEqual(plain.Answers, patched.Answers) {
 		t.Errorf("the patches change moto's answers:\n unpatched %v\n patched   %v", plain.Answers, patched.Answers)

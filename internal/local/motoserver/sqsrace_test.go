@@ -13,13 +13,16 @@ import "testing"
 // loaded demo runs; Start refuses a moto_server that did not load the fix.
 func TestSQSDeleteRaceIsPatched(t *testing.T) {
 	t.Parallel()
-	py := newPythonRun(t)
 	for _, script := range []string{"sqs_delete_race.py", "sqs_dlq_move_race.py"} {
-		if got := py.run(script, false); got == "present" {
-			t.Errorf("%s, unpatched moto: %q: the race no longer shows; if moto fixed it upstream, its fix in python/sqs_once_races.py may go", script, got)
-		}
-		if got := py.run(script, true); got != "present" {
-			t.Errorf("%s, patched moto: %q, want \"present\": the fix does not hold", script, got)
-		}
+		t.Run(script, func(t *testing.T) {
+			t.Parallel()
+			plain, patched := newPythonRun(t).runBoth(script)
+			if plain == "present" {
+				t.Errorf("%s, unpatched moto: %q: the race no longer shows; if moto fixed it upstream, its fix in python/sqs_once_races.py may go", script, plain)
+			}
+			if patched != "present" {
+				t.Errorf("%s, patched moto: %q, want \"present\": the fix does not hold", script, patched)
+			}
+		})
 	}
 }

@@ -37,30 +37,50 @@ import (
 	"github.com/sqs-once/sqs-once/internal/retrybudget"
 )
 
-var serverURL string
+var (
+	serverURL string
+	// shared is set when serverURL is a moto_server other test binaries
+	// use too (motoserver.SharedEnv).
+	shared bool
+)
 
-// Main runs the package's tests against a moto_server started for them, and
-// stops it afterwards. Call it from TestMain. A missing moto_server fails the
-// run with the install instructions; it is never a skip.
+// Main runs the package's tests against a moto_server: the one that
+// motoserver.SharedEnv names, shared by the test binaries of a whole `make
+// test`, when it is set, otherwise one started for them and stopped
+// afterwards. Call it from TestMain. A missing moto_server fails the run
+// with the install instructions; it is never a skip.
+//
+// A package may share the server only if nothing it does reaches beyond
+// its own uniquely named resources (Name): no resetting moto, no listing
+// a whole account and expecting only its own, no change to the server's
+// configuration other than the one every binary sets alike
+// (LambdaWithoutDocker), no queued Invoke results (QueueInvokeResults).
+// A package that needs any of these calls MainPrivate.
 func Main(m *testing.M) {
-	os.Exit(run(m, nil))
+	os.Exit(run(m, nil, false))
 }
 
 // MainWith is Main that calls setup with the server's configuration before
 // the tests run, for resources the tests (or runnable examples, which cannot
-// create their own) name.
+// create their own) name. What setup does must be safe on a shared server
+// (see Main).
 func MainWith(m *testing.M, setup func(aws.Config) error) {
-	os.Exit(run(m, setup))
+	os.Exit(run(m, setup, false))
+}
+
+// MainPrivate is MainWith on a moto_server started for this test binary
+// alone, whether or not motoserver.SharedEnv is set: for a package whose
+// tests change what the whole server answers (QueueInvokeResults).
+func MainPrivate(m *testing.M, setup func(aws.Config) error) {
+	os.Exit(run(m, setup, true))
 }
 
 // Run is Main without its exit: for a TestMain that starts servers of its
 // own around the tests and stops them after (pgstore's PostgreSQL).
-func Run(m *testing.M) int { return run(m, nil) }
+func Run(m *testing.M) int { return run(m, nil, false) }
 
-func run(m *testing.M, setup func(aws.Config) error) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := motoserver.Start(ctx)
-	cancel()
+func run(m *testing.M, setup func(aws.Config) error, private bool) int {
+	srv, isShared, err := server(private)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: integration tests need moto_server:", err)
 		return 1
@@ -70,7 +90,7 @@ func run(m *testing.M, setup func(aws.Config) error) int {
 		fmt.Fprintln(os.Stderr, "FAIL: set test environment:", err)
 		return 1
 	}
-	serverURL = srv.URL
+	serverURL, shared = srv.URL, isShared
 	if setup != nil {
 		cfg, err := config.LoadDefaultConfig(context.Background())
 		if err == nil {
@@ -82,6 +102,31 @@ func run(m *testing.M, setup func(aws.Config) error) int {
 		}
 	}
 	return m.Run()
+}
+
+// server is the shared moto_server (motoserver.SharedEnv) unless private
+// is set or there is none, otherwise one started for this binary.
+func server(private bool) (srv *motoserver.Server, isShared bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !private {
+		url, ok, err := motoserver.Shared()
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			// Looked up though not started here: exec.LookPath's stat of
+			// moto_server is what go test's cache keys on, as it does for
+			// a binary that starts its own (a new moto invalidates both).
+			if _, err := motoserver.Find(); err != nil {
+				return nil, false, err
+			}
+			srv, err := motoserver.Attach(ctx, url)
+			return srv, true, err
+		}
+	}
+	srv, err = motoserver.Start(ctx)
+	return srv, false, err
 }
 
 // URL is the endpoint of the package's moto_server.
@@ -196,15 +241,23 @@ func Receive(t testing.TB, cfg aws.Config, queueURL string, want int, wait time.
 // LambdaWithoutDocker switches the server's Lambda to moto's Docker-free
 // backend: an Invoke answers the next result queued with QueueInvokeResults,
 // or echoes its payload when none is queued. Call it from MainWith's setup.
+//
+// On a shared server (Main) every binary sets the same value, and withmoto
+// sets it before any test runs, so no binary sees it change.
 func LambdaWithoutDocker(cfg aws.Config) error {
 	return postMotoAPI(cfg, "/moto-api/config", map[string]any{"lambda": map[string]any{"use_docker": false}})
 }
 
 // QueueInvokeResults queues what the next Invokes in cfg's region answer,
 // in order, whichever function they name. The queue is the region's: tests
-// that queue results must not invoke concurrently in one region.
+// that queue results must not invoke concurrently in one region, and their
+// package runs on a server of its own (MainPrivate), where no other test
+// binary's Invoke can take a queued result.
 func QueueInvokeResults(t testing.TB, cfg aws.Config, results ...string) {
 	t.Helper()
+	if shared {
+		t.Fatal("mototest.QueueInvokeResults on the shared moto_server: another test binary's Invoke could take the result; call mototest.MainPrivate from TestMain")
+	}
 	if err := postMotoAPI(cfg, "/moto-api/static/lambda-simple/response", map[string]any{"results": results, "region": cfg.Region}); err != nil {
 		t.Fatalf("queue Invoke results: %v", err)
 	}

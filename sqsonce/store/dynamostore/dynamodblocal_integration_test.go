@@ -47,6 +47,8 @@ func newLocalTxEnv(t *testing.T, proxy *faultproxy.Proxy) *txEnv {
 	e := &txEnv{table: dynamodblocal.NewIdempotencyTable(t, cfg), orders: localTable(t, "orders", "orderId"), clock: &txClock{now: time.Now()}}
 	if proxy != nil {
 		cfg.BaseEndpoint = aws.String(proxy.URL)
+		e.use(dynamodblocal.NewClient(cfg, noBackoff))
+		return e
 	}
 	e.use(dynamodblocal.NewClient(cfg))
 	return e
@@ -134,7 +136,7 @@ func TestCommitTokenAppliesOnce(t *testing.T) {
 	table := dynamodblocal.NewIdempotencyTable(t, cfg)
 	fx := counterEffects{api: dynamodblocal.NewClient(cfg), table: localTable(t, "counters", "name")}
 	cfg.BaseEndpoint = aws.String(proxy.URL)
-	api := newCounting(dynamodblocal.NewClient(cfg))
+	api := newCounting(dynamodblocal.NewClient(cfg, noBackoff))
 	s := dynamostore.NewTransactional(api, table)
 
 	now := time.Now()
@@ -248,7 +250,7 @@ func localFaults(t *testing.T) faultEngine {
 	return faultEngine{
 		url: dynamodblocal.Shared(t).URL,
 		client: func(proxyURL string) dynamostore.TxAPI {
-			return dynamodblocal.NewClient(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) })
+			return dynamodblocal.NewClient(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) }, noBackoff)
 		},
 		newTable:    func(t *testing.T) string { return dynamodblocal.NewIdempotencyTable(t, cfg) },
 		newKeyTable: func(t *testing.T, prefix, attr string) string { return dynamodblocal.NewTable(t, cfg, prefix, attr) },

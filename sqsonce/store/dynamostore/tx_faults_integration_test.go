@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
@@ -23,6 +24,19 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
 )
+
+// noBackoff gives a client the SDK's standard retryer (its attempts, what
+// it retries, its retry quota) without the wait before each retry, for the
+// clients whose proxy loses answers on purpose. What these tests check is
+// that the repeat is made and what it carries and finds, not when it is
+// sent; the SDK's random wait of up to 2 s before each would make the 75
+// lost answers of each TestEffectsUnderFaults run wait some 12 s (six keys
+// at a time), for nothing.
+func noBackoff(o *dynamodb.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
+}
 
 // killable is a holder's client: once killed, every call fails without
 // reaching the server, as the calls of a process that died.
@@ -151,7 +165,7 @@ func motoFaults(t *testing.T) faultEngine {
 	return faultEngine{
 		url: mototest.URL(t),
 		client: func(proxyURL string) dynamostore.TxAPI {
-			return motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) }))
+			return motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) }, noBackoff))
 		},
 		newTable:    func(t *testing.T) string { return mototest.NewIdempotencyTable(t, cfg) },
 		newKeyTable: func(t *testing.T, prefix, attr string) string { return newKeyTable(t, cfg, prefix, attr) },

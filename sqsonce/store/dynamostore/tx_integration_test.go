@@ -384,7 +384,7 @@ func TestDoTransactionalLostAnswer(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = proxy.Close() })
 			e := newTxEnv(t)
-			e.use(motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) })))
+			e.use(motoserver.Atomic(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxy.URL) }, noBackoff)))
 			// The read after the refused repeat.
 			lostAnswer(t, e, proxy, fault, 1)
 		})
