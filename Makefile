@@ -39,6 +39,11 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 # workspace one go command builds, vets or tests the packages of them all:
 # these patterns name every package of every module.
 PACKAGES = github.com/sqs-once/sqs-once/... example.com/...
+# go test starts packages in the order named: the longest first, so that
+# they do not start last and run alone while the other core idles.
+SLOW_PACKAGES = github.com/sqs-once/sqs-once/local/demo github.com/sqs-once/sqs-once/local/templatetest \
+	github.com/sqs-once/sqs-once/sqsonce/store/pgstore github.com/sqs-once/sqs-once/sqsonce \
+	github.com/sqs-once/sqs-once/sqsonce/store/dynamostore github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops
 
 # The processor's tests on the Redis store are a test file of package
 # sqsonce kept in the Redis store's module (its testdata), which the
@@ -99,10 +104,13 @@ unit: redis-overlay
 	@# machine has cores, and answers from its cache for a package whose test
 	@# binary and inputs did not change. -timeout bounds one package: the
 	@# template's runs cfn-lint on some thirty templates beside deployments.
-	$(GO) test -race -tags integration -timeout 30m -overlay $(REDIS_OVERLAY) $(TESTFLAGS) $(PACKAGES)
+	@# withmoto: one moto_server for every test binary that would start its
+	@# own (mototest.Main; internal/local/motoserver/withmoto).
+	@$(GO) build -o $(BIN_DIR)/withmoto ./internal/local/motoserver/withmoto
+	$(BIN_DIR)/withmoto $(GO) test -race -tags integration -timeout 30m -overlay $(REDIS_OVERLAY) $(TESTFLAGS) $(SLOW_PACKAGES) $(PACKAGES)
 	@# The processor built with the Redis store (STORE=redis), which the
 	@# default build leaves out.
-	$(GO) test -race -tags 'integration redis' $(TESTFLAGS) ./internal/storeenv/ ./cmd/processor/
+	$(BIN_DIR)/withmoto $(GO) test -race -tags 'integration redis' $(TESTFLAGS) ./internal/storeenv/ ./cmd/processor/
 
 ## redis-overlay: writes $(REDIS_OVERLAY), which puts the processor's tests
 ## on the Redis store into package sqsonce's (go test -overlay)
