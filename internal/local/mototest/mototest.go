@@ -242,9 +242,14 @@ func Receive(t testing.TB, cfg aws.Config, queueURL string, want int, wait time.
 // backend: an Invoke answers the next result queued with QueueInvokeResults,
 // or echoes its payload when none is queued. Call it from MainWith's setup.
 //
-// On a shared server (Main) every binary sets the same value, and withmoto
-// sets it before any test runs, so no binary sees it change.
+// The setting is the whole server's, and the functions CloudFormation
+// creates (samstack's stacks) are not found in the Docker-free backend: a
+// package that calls it runs on a server of its own (MainPrivate); on the
+// shared one it fails.
 func LambdaWithoutDocker(cfg aws.Config) error {
+	if shared {
+		return errors.New("mototest.LambdaWithoutDocker on the shared moto_server would hide other binaries' CloudFormation functions: call mototest.MainPrivate from TestMain")
+	}
 	return postMotoAPI(cfg, "/moto-api/config", map[string]any{"lambda": map[string]any{"use_docker": false}})
 }
 

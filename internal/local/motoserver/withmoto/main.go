@@ -1,7 +1,6 @@
 // Command withmoto runs a command with one moto_server for all of it: it
 // starts moto_server (motoserver.Start: loopback, a free port, sqs-once's
-// patches), switches its Lambda to the Docker-free backend every test
-// package uses, runs the command with motoserver.SharedEnv set to the
+// patches), runs the command with motoserver.SharedEnv set to the
 // server's URL, and stops the server when the command ends. The test
 // binaries the command starts (mototest.Main) then use that server instead
 // of starting one each, which saves each of them moto's start-up (seconds
@@ -44,13 +43,11 @@ func run(args []string) int {
 	defer signal.Stop(sigs)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Lambda stays as moto_server starts it: the functions CloudFormation
+	// creates (samstack's stacks) live in the default backend, which the
+	// Docker-free one does not read; the packages that want the Docker-free
+	// Lambda have servers of their own (mototest.MainPrivate).
 	srv, err := motoserver.Start(ctx)
-	if err == nil {
-		err = srv.LambdaWithoutDocker(ctx)
-		if err != nil {
-			srv.Stop()
-		}
-	}
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "withmoto: moto_server:", err)
