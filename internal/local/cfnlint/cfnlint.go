@@ -14,8 +14,8 @@
 // AWS_DEFAULT_REGION, which cfn-lint reads when no --regions is given) and
 // the user's ~/.cfnlintrc. Only clean verdicts are kept: a failing template
 // is linted, and its findings shown, every time. Templates not found clean
-// before are linted in one cfn-lint process per set of flags, which reports
-// each finding under its file's name.
+// before are linted a few to a cfn-lint process (Linter.Processes), which
+// reports each finding under its file's name.
 //
 // The verdicts live in $XDG_CACHE_HOME/sqs-once/cfn-lint (~/.cache when
 // XDG_CACHE_HOME is unset), or in the directory CacheDirEnv names;
@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +98,15 @@ type Linter struct {
 	// salt is the part of every key the templates share: the version, the
 	// regions, the user's configuration.
 	salt []byte
+	// Processes is the most cfn-lint processes Lint runs, side by side,
+	// for templates with the same Args; 0 means one per CPU. cfn-lint
+	// checks one template at a time, and a template of template.yaml's
+	// size takes it two to three times as much CPU as starting does
+	// (five to seven seconds against two on this project's machines),
+	// so one process over thirty templates keeps one core busy for
+	// minutes while the other idles; a process per CPU costs a start
+	// each.
+	Processes int
 }
 
 // New finds cfn-lint on PATH and asks for its version; it reads the cache
@@ -210,8 +220,9 @@ func (l *Linter) Key(t Template) (string, error) {
 }
 
 // Lint lints every template not found clean before and returns a Verdict
-// for each, in the order given. Templates with the same Args are linted in
-// one cfn-lint process; processes with different Args run side by side.
+// for each, in the order given. Templates with the same Args are linted
+// several to a cfn-lint process (at most Processes processes), templates
+// with other Args in processes of their own, all side by side.
 // The error is for what kept cfn-lint from answering at all (a template
 // that cannot be read, a cancelled ctx); findings are in the verdicts.
 func (l *Linter) Lint(ctx context.Context, templates []Template) ([]Verdict, error) {
@@ -247,23 +258,49 @@ func (l *Linter) Lint(ctx context.Context, templates []Template) ([]Verdict, err
 		}
 		groups[g] = append(groups[g], i)
 	}
+	// Each set of flags is split across up to Processes runs, side by
+	// side; each run's clean verdicts are kept as soon as it ends, so a
+	// run cut short by ctx loses only its own.
+	var runs [][]int
+	for _, g := range order {
+		idx := groups[g]
+		n := min(len(idx), l.processes())
+		for k := range n {
+			var chunk []int
+			for j := k; j < len(idx); j += n {
+				chunk = append(chunk, idx[j])
+			}
+			runs = append(runs, chunk)
+		}
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(order))
-	for n, g := range order {
+	errs := make([]error, len(runs))
+	for n, chunk := range runs {
 		wg.Go(func() {
-			errs[n] = l.run(ctx, absolute, groups[g], verdicts)
+			if errs[n] = l.run(ctx, absolute, chunk, verdicts); errs[n] != nil {
+				return
+			}
+			for _, i := range chunk {
+				if verdicts[i].Clean {
+					verdicts[i].KeepErr = l.remember(keys[i])
+				}
+			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for i, v := range verdicts {
-		if v.Clean && !v.Cached {
-			verdicts[i].KeepErr = l.remember(keys[i])
-		}
-	}
 	return verdicts, nil
+}
+
+// processes is the most cfn-lint runs Lint splits one set of flags
+// across.
+func (l *Linter) processes() int {
+	if l.Processes > 0 {
+		return l.Processes
+	}
+	return runtime.NumCPU()
 }
 
 // checkArgs refuses flags that would change what run reads back.

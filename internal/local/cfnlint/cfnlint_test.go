@@ -178,11 +178,12 @@ func TestCleanVerdictIsKept(t *testing.T) {
 }
 
 // TestFindingsNameTheirTemplate: templates with the same flags are linted
-// in one cfn-lint run, templates with others in a run of their own; a
-// finding is reported under its template's name only, and a failing
-// template is never kept: it is linted again next time.
+// in one cfn-lint run (Processes 1), templates with others in a run of
+// their own; a finding is reported under its template's name only, and a
+// failing template is never kept: it is linted again next time.
 func TestFindingsNameTheirTemplate(t *testing.T) {
 	l, log := fake(t, true)
+	l.Processes = 1
 	dir := t.TempDir()
 	ignore := []string{"--ignore-checks", "W1028"}
 	templates := []Template{
@@ -220,6 +221,32 @@ func TestFindingsNameTheirTemplate(t *testing.T) {
 	}
 }
 
+// TestProcessesSplitsAFlagSet: Processes 2 lints five templates with the
+// same flags in two runs, of three and two, and every verdict comes back.
+func TestProcessesSplitsAFlagSet(t *testing.T) {
+	l, log := fake(t, true)
+	l.Processes = 2
+	dir := t.TempDir()
+	var templates []Template
+	for i := range 5 {
+		text := "ok"
+		if i == 3 {
+			text = "BAD"
+		}
+		templates = append(templates, Template{Name: fmt.Sprint("c", i), Path: write(t, dir, fmt.Sprintf("c%d.json", i), fmt.Sprint(text, i))})
+	}
+	v := lint(t, l, templates...)
+	got := runs(t, log)
+	if len(got) != 2 || strings.Count(got[0], ".json")+strings.Count(got[1], ".json") != 5 {
+		t.Errorf("runs %q, want two over the five templates", got)
+	}
+	for i, v := range v {
+		if v.Clean != (i != 3) || v.Template.Name != templates[i].Name {
+			t.Errorf("verdict %d: %+v", i, v)
+		}
+	}
+}
+
 // TestUnattributedFailureFailsEveryTemplate: when cfn-lint fails without
 // naming a file (a crash, a configuration error) or writes to its standard
 // error, no template of that run is clean, and none is kept.
@@ -227,6 +254,7 @@ func TestUnattributedFailureFailsEveryTemplate(t *testing.T) {
 	for _, cause := range []string{"CRASH", "NOFILE", "WARN"} {
 		t.Run(cause, func(t *testing.T) {
 			l, _ := fake(t, true)
+			l.Processes = 1
 			dir := t.TempDir()
 			v := lint(t, l,
 				Template{Name: "one", Path: write(t, dir, "one.yaml", "ok")},
