@@ -10,7 +10,7 @@
 //
 // A verdict is keyed by a SHA-256 of everything it depends on: the
 // template's bytes and extension, cfn-lint's version (cfn-lint --version),
-// the flags it ran with, the regions it checks against (AWS_REGION,
+// the flags it ran with, the region it checks against (from AWS_REGION or
 // AWS_DEFAULT_REGION, which cfn-lint reads when no --regions is given) and
 // the user's ~/.cfnlintrc. Only clean verdicts are kept: a failing template
 // is linted, and its findings shown, every time. Templates not found clean
@@ -172,13 +172,13 @@ func cacheDir() (string, error) {
 }
 
 // saltFor is the part of a key every template shares: the key's scheme,
-// cfn-lint's version, the regions cfn-lint checks when no --regions flag
+// cfn-lint's version, the region cfn-lint checks when no --regions flag
 // is given (from the environment), and the user's configuration file,
 // which cfn-lint reads from the home directory (the project's, from the
 // working directory, never applies: run lints in an empty one).
 func saltFor(version string) ([]byte, error) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\nversion %q\nAWS_REGION %q\nAWS_DEFAULT_REGION %q\n", keyVersion, version, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
+	fmt.Fprintf(&b, "%s\nversion %q\nregion %q\n", keyVersion, version, region())
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return b.Bytes(), nil // no home: cfn-lint finds no user configuration either
@@ -197,6 +197,21 @@ func saltFor(version string) ([]byte, error) {
 		break
 	}
 	return b.Bytes(), nil
+}
+
+// region is the region cfn-lint checks a template against when no
+// --regions flag is given, as its config.py chooses it: AWS_REGION when
+// set (even to ""), else AWS_DEFAULT_REGION when set, else us-east-1. So a
+// test binary, whose moto_server sets both to us-east-1, and make lint,
+// with neither set, share their verdicts.
+func region() string {
+	if r, ok := os.LookupEnv("AWS_REGION"); ok {
+		return r
+	}
+	if r, ok := os.LookupEnv("AWS_DEFAULT_REGION"); ok {
+		return r
+	}
+	return "us-east-1"
 }
 
 // Key is the cache key of t: a SHA-256, in hex, of what cfn-lint's verdict

@@ -312,13 +312,19 @@ func TestCacheDirFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestKeyCoversRegionsAndUserConfig: the regions cfn-lint reads from the
-// environment and the user's ~/.cfnlintrc are part of every key.
+// TestKeyCoversRegionsAndUserConfig: the region cfn-lint reads from the
+// environment (AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1) and
+// the user's ~/.cfnlintrc are part of every key; the same region however
+// named is one key.
 func TestKeyCoversRegionsAndUserConfig(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_DEFAULT_REGION", "")
+	unset := func(name string) {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
+	}
+	unset("AWS_REGION")
+	unset("AWS_DEFAULT_REGION")
 	a := Template{Name: "a", Path: write(t, t.TempDir(), "a.yaml", "ok")}
 	key := func() string {
 		t.Helper()
@@ -332,13 +338,19 @@ func TestKeyCoversRegionsAndUserConfig(t *testing.T) {
 		}
 		return k
 	}
-	seen := map[string]string{key(): "plain"}
+	plain := key()
+	t.Setenv("AWS_REGION", "us-east-1")
+	if key() != plain {
+		t.Error("AWS_REGION=us-east-1, the default, changed the key")
+	}
+	unset("AWS_REGION")
+	seen := map[string]string{plain: "plain"}
 	for _, step := range []struct {
 		name   string
 		change func()
 	}{
-		{"AWS_REGION", func() { t.Setenv("AWS_REGION", "eu-west-1") }},
 		{"AWS_DEFAULT_REGION", func() { t.Setenv("AWS_DEFAULT_REGION", "eu-west-2") }},
+		{"AWS_REGION", func() { t.Setenv("AWS_REGION", "eu-west-1") }},
 		{".cfnlintrc", func() { write(t, home, ".cfnlintrc", "ignore_checks: [W1]\n") }},
 		{".cfnlintrc changed", func() { write(t, home, ".cfnlintrc", "ignore_checks: [W2]\n") }},
 	} {
