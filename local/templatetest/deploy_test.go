@@ -3,11 +3,13 @@
 package templatetest
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,12 +52,63 @@ var knownGaps = map[string]string{
 	"IdempotencyTable.PointInTimeRecoverySpecification": "TestIdempotencyTable; applied by samstack",
 }
 
+// deploy deploys template.yaml with params on the package's moto_server,
+// as a stack of the test's own: for a test that changes what it deployed
+// (sends messages, drives the functions) or whose parameters no other test
+// uses.
 func deploy(t *testing.T, params map[string]string) *samstack.Stack {
 	t.Helper()
 	st, err := samstack.Deploy(testContext(t, 2*time.Minute), mototest.Config(t), mototest.Name("sqs-once"), templatePath(t), params)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAdaptations(t, st)
+	return st
+}
+
+// sharedStacks are the stacks deployShared deployed in this test binary,
+// by their parameters' values: a func() (*samstack.Stack, error) from
+// sync.OnceValues each.
+var sharedStacks sync.Map
+
+// deployShared is deploy for a test that only reads the stack: tests that
+// deploy the same parameter values (the defaults: TestDeployedWiring,
+// TestDeployedInstalls and TestDeployedTargets each check them) share one
+// stack, deployed once per test binary, instead of a translation and a
+// CloudFormation stack on moto_server each.
+func deployShared(t *testing.T, params map[string]string) *samstack.Stack {
+	t.Helper()
+	// The values, defaults filled in: nil, {} and {"Target": ""} are one
+	// stack.
+	values, err := translatedTemplate(t).ParameterValues(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := json.Marshal(values) // map keys sorted: a stable key
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whichever test calls first deploys, in its goroutine: the function
+	// uses no t.
+	cfg, name, path := mototest.Config(t), mototest.Name("sqs-once"), templatePath(t)
+	once, _ := sharedStacks.LoadOrStore(string(key), sync.OnceValues(func() (*samstack.Stack, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return samstack.Deploy(ctx, cfg, name, path, params)
+	}))
+	st, err := once.(func() (*samstack.Stack, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stack %s, shared by the tests that deploy these parameters", st.Name)
+	checkAdaptations(t, st)
+	return st
+}
+
+// checkAdaptations logs what samstack changed for moto_server and fails on
+// a gap no test covers.
+func checkAdaptations(t *testing.T, st *samstack.Stack) {
+	t.Helper()
 	for _, a := range st.Adaptations {
 		t.Log(a)
 		key := a.LogicalID
@@ -66,7 +119,6 @@ func deploy(t *testing.T, params map[string]string) *samstack.Stack {
 			t.Errorf("new gap between moto_server and CloudFormation, not covered by any test: %s", a)
 		}
 	}
-	return st
 }
 
 func TestDeployedWiring(t *testing.T) {
@@ -93,7 +145,7 @@ func TestDeployedWiring(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			st := deploy(t, tt.params)
+			st := deployShared(t, tt.params)
 			checkWiring(t, st)
 		})
 	}

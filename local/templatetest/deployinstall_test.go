@@ -67,6 +67,10 @@ func TestDeployedInstalls(t *testing.T) {
 				yourMain = mototest.QueueARN(t, cfg, mototest.NewQueue(t, cfg, tt.fifo, map[string]string{"VisibilityTimeout": "180"}))
 				params["ExistingQueueArn"] = yourMain
 			}
+			deploy := deploy
+			if !tt.existingMain && !tt.existingDLQ {
+				deploy = deployShared // reads the stack only
+			}
 			st := deploy(t, params)
 			if st.Status != "CREATE_COMPLETE" {
 				t.Fatalf("stack status %s", st.Status)

@@ -3,26 +3,29 @@
 package templatetest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sqs-once/sqs-once/internal/local/cfnlint"
 )
 
-// pinScript writes template.yaml as JSON with some parameters pinned: each
-// given value becomes the parameter's Default and its only AllowedValue, so
-// cfn-lint, which weighs every outcome of every condition its parameters
-// allow, checks the stack those values build (and that the values meet the
-// parameter's own constraints).
+// pinScript writes template.yaml (its argument) as JSON with some
+// parameters pinned, one file per entry of the JSON object on its standard
+// input ({file: {parameter: value}}): each value becomes the parameter's
+// Default and its only AllowedValue, so cfn-lint, which weighs every
+// outcome of every condition its parameters allow, checks the stack those
+// values build (and that the values meet the parameter's own constraints).
 const pinScript = `
-import json, sys, yaml
+import copy, json, sys, yaml
 
 class Loader(yaml.SafeLoader):
     pass
@@ -42,12 +45,15 @@ def intrinsic(loader, suffix, node):
 
 Loader.add_multi_constructor("!", intrinsic)
 Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
-template = yaml.load(open(sys.argv[1], encoding="utf-8"), Loader=Loader)
-for name, value in json.loads(sys.argv[2]).items():
-    p = template["Parameters"][name]
-    p["Default"] = value
-    p["AllowedValues"] = [value]
-json.dump(template, open(sys.argv[3], "w"), indent=1)
+source = yaml.load(open(sys.argv[1], encoding="utf-8"), Loader=Loader)
+for file, values in json.load(sys.stdin).items():
+    template = copy.deepcopy(source)
+    for name, value in values.items():
+        p = template["Parameters"][name]
+        p["Default"] = value
+        p["AllowedValues"] = [value]
+    with open(file, "w") as f:
+        json.dump(template, f, indent=1)
 `
 
 // lintCombinations are the parameter sets cfn-lint checks: every
@@ -84,28 +90,18 @@ func lintCombinations(t *testing.T) map[string]map[string]string {
 	return out
 }
 
-// TestCfnLintEveryCombination runs cfn-lint on template.yaml as it is and
-// pinned to each combination of lintCombinations: each must be clean.
-func TestCfnLintEveryCombination(t *testing.T) {
-	t.Parallel()
-	lint, err := exec.LookPath("cfn-lint")
-	if err != nil {
-		t.Fatal("cfn-lint is not on PATH; install it: pip install cfn-lint")
-	}
-	combinations := lintCombinations(t)
-	key, err := lintKey(templatePath(t), lint, combinations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := linted.Load(key); ok {
-		t.Logf("cfn-lint: this template and these %d combinations were clean earlier in this process (go test -count)", len(combinations))
-		return
-	}
+// pin writes template.yaml pinned to each combination, in one Python
+// process (parsing the template once; a process per combination cost
+// thirty Python starts), and returns the files as cfn-lint templates named
+// by their combination and parameters, sorted by name.
+func pin(t *testing.T, combinations map[string]map[string]string) []cfnlint.Template {
+	t.Helper()
 	dir := t.TempDir()
-	files := []string{templatePath(t)}
-	names := map[string]string{templatePath(t): "template.yaml"}
-	i := 0
-	for name, params := range combinations {
+	names := slices.Sorted(maps.Keys(combinations))
+	files := map[string]map[string]string{}
+	var out []cfnlint.Template
+	for i, name := range names {
+		params := combinations[name]
 		if params == nil {
 			params = map[string]string{}
 		}
@@ -113,92 +109,76 @@ func TestCfnLintEveryCombination(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i++
-		file := filepath.Join(dir, fmt.Sprintf("combination-%02d.json", i))
-		cmd := exec.CommandContext(testContext(t, time.Minute), "python3", "-c", pinScript, templatePath(t), string(raw), file)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("pin %s: %v\n%s", name, err, out)
-		}
-		files = append(files, file)
-		names[file] = fmt.Sprintf("%s %s", name, raw)
+		file := filepath.Join(dir, fmt.Sprintf("combination-%02d.json", i+1))
+		files[file] = params
+		// W1028 ("Fn::If branch not reachable") is what pinning a
+		// parameter causes by construction.
+		out = append(out, cfnlint.Template{Name: fmt.Sprintf("%s %s", name, raw), Path: file, Args: []string{"--ignore-checks", "W1028"}})
 	}
-	// template.yaml as it is, every check on; the pinned copies without
-	// W1028 ("Fn::If branch not reachable"), which pinning a parameter
-	// causes by construction. Four runs at a time: cfn-lint's start-up
-	// dominates.
-	runs := [][]string{{templatePath(t)}}
-	const chunks = 4
-	for k := range chunks {
-		var chunk []string
-		for n := 1 + k; n < len(files); n += chunks {
-			chunk = append(chunk, files[n])
-		}
-		if len(chunk) > 0 {
-			runs = append(runs, append([]string{"--ignore-checks", "W1028", "--"}, chunk...))
-		}
+	req, err := json.Marshal(files)
+	if err != nil {
+		t.Fatal(err)
 	}
-	runs[0] = append([]string{"--"}, runs[0]...)
-	type result struct {
-		out []byte
-		err error
+	cmd := exec.CommandContext(testContext(t, 2*time.Minute), "python3", "-c", pinScript, templatePath(t))
+	cmd.Stdin = bytes.NewReader(req)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pin template.yaml to %d combinations: %v\n%s", len(files), err, out)
 	}
-	results := make([]chan result, len(runs))
-	for k, args := range runs {
-		results[k] = make(chan result, 1)
-		go func() {
-			cmd := exec.CommandContext(testContext(t, 10*time.Minute), lint, append([]string{"--format", "parseable"}, args...)...)
-			cmd.Dir = dir // not the repository: a ./cfnlint there would shadow the package
-			out, err := cmd.CombinedOutput()
-			results[k] <- result{out, err}
-		}()
-	}
-	for _, ch := range results {
-		r := <-ch
-		if r.err == nil && len(strings.TrimSpace(string(r.out))) == 0 {
-			continue
-		}
-		var report []string
-		for _, line := range strings.Split(strings.TrimSpace(string(r.out)), "\n") {
-			for file, name := range names {
-				if strings.HasPrefix(line, file) {
-					line = name + ": " + strings.TrimPrefix(line, file)
-				}
-			}
-			report = append(report, line)
-		}
-		t.Errorf("cfn-lint: %v\n%s", r.err, strings.Join(report, "\n"))
-	}
-	t.Logf("cfn-lint on template.yaml and %d pinned combinations", len(files)-1)
-	if !t.Failed() {
-		linted.Store(key, true)
-	}
+	return out
 }
 
-// linted holds the lintKey of each clean TestCfnLintEveryCombination in this
-// process. cfn-lint's verdict depends only on the files and the cfn-lint it
-// runs, so a repeat of the test (go test -count=5) with the same ones is
-// answered from here: the tool's runs, four CPU-bound Python processes
-// over some thirty templates, took minutes on a busy two-core machine and
-// were most of the package's time. A failure is never remembered.
-var linted sync.Map
+// linter is the package's cfn-lint, with the verdicts of earlier runs
+// (internal/local/cfnlint): one cfn-lint --version per test binary.
+var linter = sync.OnceValues(func() (*cfnlint.Linter, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return cfnlint.New(ctx)
+})
 
-// lintKey names what TestCfnLintEveryCombination's verdict depends on: the
-// template's bytes, the cfn-lint executable's path and bytes, and the
-// combinations.
-func lintKey(template, lint string, combinations map[string]map[string]string) (string, error) {
-	h := sha256.New()
-	for _, f := range []string{template, lint} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", f, len(b))
-		h.Write(b)
-	}
-	c, err := json.Marshal(combinations) // map keys sorted: a stable encoding
+// cfnLint lints templates through the package's linter; each one not
+// clean is an error naming it. A template found clean in an earlier run,
+// with the same bytes, cfn-lint and flags, is not linted again.
+func cfnLint(t *testing.T, templates ...cfnlint.Template) {
+	t.Helper()
+	l, err := linter()
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	// cfn-lint's checks of some thirty templates are minutes of CPU; on a
+	// busy two-core machine four processes over them outlasted 10 minutes
+	// (the Makefile gives this package's run 30).
+	verdicts, err := l.Lint(testContext(t, 20*time.Minute), templates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := 0
+	for _, v := range verdicts {
+		if !v.Clean {
+			t.Errorf("cfn-lint (%s):\n%s", l.Version(), v.Report)
+		}
+		if v.Cached {
+			cached++
+		}
+		if v.KeepErr != nil {
+			t.Logf("cfn-lint: %s is clean, but the cache did not keep it: %v", v.Template.Name, v.KeepErr)
+		}
+	}
+	t.Logf("%s: %d templates, %d linted, %d clean in an earlier run (cache: %s)", l.Version(), len(verdicts), len(verdicts)-cached, cached, cacheNote(l))
+}
+
+// cacheNote says where the verdicts are kept, or how to keep them.
+func cacheNote(l *cfnlint.Linter) string {
+	if l.CacheDir() == "" {
+		return "off, " + cfnlint.NoCacheEnv + " is set"
+	}
+	return l.CacheDir()
+}
+
+// TestCfnLintEveryCombination runs cfn-lint on template.yaml as it is
+// (every check on) and pinned to each combination of lintCombinations:
+// each must be clean.
+func TestCfnLintEveryCombination(t *testing.T) {
+	t.Parallel()
+	templates := append([]cfnlint.Template{{Name: "template.yaml", Path: templatePath(t)}}, pin(t, lintCombinations(t))...)
+	cfnLint(t, templates...)
 }

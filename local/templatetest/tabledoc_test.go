@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/docs"
+	"github.com/sqs-once/sqs-once/internal/local/cfnlint"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
@@ -59,22 +58,17 @@ func checkTable(t *testing.T, cfg aws.Config, table string) error {
 // policy it made: the processor's calls, each on its own resource.
 func TestCheckDocsTableTemplate(t *testing.T) {
 	t.Parallel()
-	lint, err := exec.LookPath("cfn-lint")
-	if err != nil {
-		t.Fatal("cfn-lint is not on PATH; install it: pip install cfn-lint")
-	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "table.yaml")
 	if err := os.WriteFile(file, []byte(tableDocBlock(t, "yaml", "AWS::DynamoDB::Table")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cfnLint(t, cfnlint.Template{Name: "the template of " + tableDoc, Path: file})
+	if t.Failed() {
+		t.FailNow()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, lint, "--format", "parseable", "--", file)
-	cmd.Dir = dir // not the repository: a ./cfnlint there would shadow the package
-	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Fatalf("cfn-lint on the template of %s: %v\n%s", tableDoc, err, out)
-	}
 
 	cfg := mototest.Config(t)
 	consumed := "arn:aws:sqs:" + cfg.Region + ":123456789012:orders"

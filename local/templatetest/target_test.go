@@ -626,7 +626,7 @@ func TestDeployedTargets(t *testing.T) {
 			if strings.HasPrefix(params["Target"], "durable:arn:") {
 				params["TargetInvocationType"] = "RequestResponse"
 			}
-			st := deploy(t, params)
+			st := deployShared(t, params) // reads the stack only
 			if st.Status != "CREATE_COMPLETE" {
 				t.Fatalf("stack status %s", st.Status)
 			}
