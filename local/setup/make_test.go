@@ -144,7 +144,7 @@ func TestMakeRunsSetupFirst(t *testing.T) {
 	build := "go -C local build -o " + bin + "/setup ./setup && bin/setup -dynalite " + dynalite.Version + " -dynamodb-local " + dynamodblocal.Version
 	for target, want := range map[string][]string{
 		"demo": {build + " -for demo ", "go -C local build -o " + bin + "/sqs-once-local ./cmd/sqs-once-local\nbin/sqs-once-local"},
-		"test": {build + " -for test ", "cfn-lint template.yaml"},
+		"test": {build + " -for test ", "bin/cfnlint-cached template.yaml"},
 	} {
 		out, err := makeCmd(t, "-n", target).CombinedOutput()
 		if err != nil {
