@@ -244,9 +244,12 @@ func TestAPIExternalProgramUnderLambdaRuntime(t *testing.T) {
 	}
 }
 
-// apiBuildOrdersExample builds examples/orders as its user would, in its own module
-// (GOWORK=off: no workspace joins it to this one). Its go.sum lists every
-// module it needs, so with those in the module cache it builds offline.
+// apiBuildOrdersExample builds examples/orders, a module of its own that
+// imports only sqsonce's public names, in the repository's workspace
+// (go.work), which gives it this checkout's modules at the version its
+// go.mod requires; with the module cache warm it builds offline. That a
+// user's module builds against the published modules alone is
+// releasecheck's (make release-check).
 func apiBuildOrdersExample(t *testing.T) string {
 	t.Helper()
 	// go test caches this test's result keyed on the files the test binary
@@ -264,7 +267,9 @@ func apiBuildOrdersExample(t *testing.T) string {
 	start := time.Now()
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	cmd.Dir = apiOrdersExampleDir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	// In the repository's workspace (go.work): the example builds against
+	// this checkout's modules, as a user's module would against their release.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build in %s: %v\n%s", apiOrdersExampleDir, err, out)
 	}

@@ -37,8 +37,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	program = filepath.Join(dir, "txorders")
+	// In the repository's workspace (go.work), which gives the example this
+	// checkout's sqs-once modules.
 	build := exec.Command("go", "build", "-o", program, ".")
-	build.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
