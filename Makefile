@@ -52,6 +52,9 @@ SLOW_PACKAGES = github.com/sqs-once/sqs-once/local/demo github.com/sqs-once/sqs-
 REDIS_OVERLAY = $(BIN_DIR)/redis-overlay.json
 REDIS_TESTS = sqsonce/store/redisstore/testdata/proc_redis_integration_test.go
 
+# MODEL_JOBS: how many of the model's searches run at once ("": one per core).
+MODEL_JOBS ?=
+
 # TESTFLAGS go to every go test of unit: -count=1 runs each test again
 # even when go test's cache has its result (the cache keys a result on the
 # test binary and the files and environment variables the test read).
@@ -67,7 +70,7 @@ SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo try test cli tidy model-all release-check redis-overlay setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo try test lint-unit cli tidy model-all release-check redis-overlay setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -96,7 +99,14 @@ cli:
 ## ones (plain `go test ./...` runs only those, and needs only Go) and those
 ## tagged integration (moto_server, dynalite, redis-server, PostgreSQL, spin,
 ## cfn-lint, tmux, the AWS CLI)
-test: setup lint model-all unit
+test: setup
+	@# The model's searches (one at a time: CPU-bound, minutes when nothing is
+	@# cached) beside lint and the tests, which leave a core idle while they
+	@# wait on servers; make waits for both and fails if either does.
+	@$(MAKE) --no-print-directory -j2 model-all MODEL_JOBS=1 lint-unit
+
+lint-unit: lint
+	@$(MAKE) --no-print-directory unit
 
 unit: redis-overlay
 	@# Every package of every module at once, the hermetic tests and those
@@ -185,11 +195,12 @@ model:
 model-mutants:
 	sqsonce/model/run.sh mutants
 
-## model-all: model and model-mutants in one pool of searches, one per core;
+## model-all: model and model-mutants in one pool of searches, MODEL_JOBS at
+## once (default: one per core);
 ## a search whose inputs are unchanged answers from the cache of passing
 ## verdicts (sqsonce/model/README.md; MODEL_CACHE=0 searches again)
 model-all:
-	sqsonce/model/run.sh all
+	MODEL_JOBS=$(MODEL_JOBS) sqsonce/model/run.sh all
 
 ## bench: the client side's figures next to their targets (issue 24), for
 ## this tree and BENCH_BASELINE in one run (local/benchreport): per record
