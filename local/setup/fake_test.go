@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,11 +84,12 @@ func fakePython(args []string) int {
 func fakeNPM(args []string) int {
 	want := DynaliteInstall("")
 	pkg, version, _ := strings.Cut(args[len(args)-1], "@")
-	if len(args) != len(want)-1 || !slices.Equal(args[:len(args)-1], want[1:len(want)-1]) || pkg != "dynalite" && pkg != DynamoDBLocalPackage {
+	// The prefix (.tools, or the shared copy) is the third argument.
+	if len(args) != len(want)-1 || len(args) < 3 || !slices.Equal(args[3:len(args)-1], want[4:len(want)-1]) || args[0] != "install" || args[1] != "--prefix" || pkg != "dynalite" && pkg != DynamoDBLocalPackage {
 		fmt.Fprintf(os.Stderr, "fake npm: unexpected arguments %q\n", args)
 		return 2
 	}
-	dir := filepath.Join(".tools", "node_modules", pkg)
+	dir := filepath.Join(args[2], "node_modules", pkg)
 	b, _ := json.Marshal(map[string]string{"version": version})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 1
@@ -124,6 +126,12 @@ func newMachine(t *testing.T, py *Python, tools ...string) *machine {
 		switch tool {
 		case "python3", "npm":
 			err = os.Symlink(self, p)
+		case "mkdir", "ln":
+			// The machine's own: the shared copy's step runs them.
+			var real string
+			if real, err = exec.LookPath(tool); err == nil {
+				err = os.Symlink(real, p)
+			}
 		default:
 			err = os.WriteFile(p, nil, 0o755)
 		}

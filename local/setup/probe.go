@@ -12,7 +12,7 @@ import (
 )
 
 // probedCommands are the commands whose presence NewPlan asks about.
-var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get", "sudo"}
+var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get", "sudo", "flock"}
 
 // probedDists are the distributions python3 is asked about (lower case,
 // as NewPlan looks them up): every one requirements-dev.txt pins, for the
@@ -64,8 +64,12 @@ func probe(ctx context.Context, root, path, pgBin string) (Facts, error) {
 	if fi, err := os.Stat(filepath.Join(root, Venv, "bin", "python")); err == nil && !fi.IsDir() {
 		f.Venv = true
 	}
-	f.Dynalite = npmVersion(root, "dynalite")
-	f.DynamoDBLocal = npmVersion(root, DynamoDBLocalPackage)
+	tools := filepath.Join(root, ".tools")
+	if _, err := os.Lstat(tools); err == nil {
+		f.Tools = true
+	}
+	f.Dynalite = npmVersion(tools, "dynalite")
+	f.DynamoDBLocal = npmVersion(tools, DynamoDBLocalPackage)
 	return f, nil
 }
 
@@ -106,10 +110,14 @@ func askPython(ctx context.Context, python3, path string) (*Python, error) {
 	return &Python{Major: ans.Major, Minor: ans.Minor, Ensurepip: ans.Ensurepip, Packages: ans.Packages}, nil
 }
 
-// npmVersion is the version of the npm package pkg in root's .tools, ""
-// when there is none or it cannot be read (then the install replaces it).
-func npmVersion(root, pkg string) string {
-	b, err := os.ReadFile(filepath.Join(root, ".tools", "node_modules", pkg, "package.json"))
+// npmVersion is the version of the npm package pkg in npm's prefix (.tools,
+// or the shared copy), "" when there is none or it cannot be read (then the
+// install replaces it).
+func npmVersion(prefix, pkg string) string {
+	if prefix == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(prefix, "node_modules", pkg, "package.json"))
 	if err != nil {
 		return ""
 	}

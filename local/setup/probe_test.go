@@ -23,6 +23,7 @@ func TestProbeFindsWhatPATHHas(t *testing.T) {
 		Python:        fullPython(),
 		Dynalite:      "4.0.0",
 		DynamoDBLocal: "2.9.30",
+		Tools:         true,
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("probe\n got %+v (python %+v)\nwant %+v (python %+v)", f, f.Python, want, want.Python)
