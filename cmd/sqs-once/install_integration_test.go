@@ -5,7 +5,6 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/version"
@@ -18,8 +17,9 @@ import (
 func TestInstalledCLIPrintsTheVersion(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "sqs-once")
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.CommandContext(t.Context(), goCmd, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	// "go" from PATH: go test puts its own GOROOT/bin first there
+	// (runtime.GOROOT is empty in a -trimpath build, as make test's are).
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.CommandContext(t.Context(), bin, "--version").Output()
