@@ -75,7 +75,7 @@ func newDB(t testing.TB, params string) *sql.DB {
 // store on it.
 func newTable(t testing.TB, db *sql.DB, name string) *mysqlstore.Store {
 	t.Helper()
-	if _, err := db.ExecContext(t.Context(), "DROP TABLE IF EXISTS "+name); err != nil {
+	if _, err := db.ExecContext(t.Context(), "DROP TABLE IF EXISTS `"+name+"`"); err != nil {
 		t.Fatal(err)
 	}
 	if err := mysqlstore.CreateTable(t.Context(), db, name); err != nil {

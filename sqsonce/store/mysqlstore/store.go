@@ -125,7 +125,8 @@ type queries struct {
 // connection. A repeated Complete, or a Renew to the same expiry, writes
 // values the row already has: without the bump it would count 0 and be
 // taken for a lost lock. bump is false only in the package's own tests, as
-// the mutant that trusts rows-affected without it.
+// the mutant that trusts rows-affected without it (Acquire's
+// compare-and-set moves the version on all the same: it is its token).
 func newQueries(t string, bump bool) queries {
 	b := ""
 	if bump {
@@ -139,7 +140,9 @@ func newQueries(t string, bump bool) queries {
 		// (its version): a compare-and-set. The new lock carries neither
 		// the result nor the outbox of the record it replaces: those were
 		// its completion's.
-		take:     `UPDATE ` + t + ` SET status = 'PROCESSING', owner = ?, fence = ?, lock_expires_at = ?, expires_at = ?, payload_hash = ?, result = NULL, outbox = NULL` + b + ` WHERE id = ? AND version = ?`,
+		// (The version moves on here in every case: it is the
+		// compare-and-set's token.)
+		take:     `UPDATE ` + t + ` SET status = 'PROCESSING', owner = ?, fence = ?, lock_expires_at = ?, expires_at = ?, payload_hash = ?, result = NULL, outbox = NULL, version = version + 1 WHERE id = ? AND version = ?`,
 		renew:    `UPDATE ` + t + ` SET lock_expires_at = ?, expires_at = ?` + b + ` WHERE id = ? AND owner = ? AND status = 'PROCESSING'`,
 		complete: `UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = ?, lock_expires_at = NULL, result = ?, outbox = ?` + b + ` WHERE id = ? AND owner = ?`,
 		release:  `UPDATE ` + t + ` SET status = 'RELEASED', lock_expires_at = 0, expires_at = ?` + b + ` WHERE id = ? AND owner = ? AND status = 'PROCESSING'`,
