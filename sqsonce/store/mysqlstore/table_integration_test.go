@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -374,6 +375,130 @@ func TestWorkStatementFailed(t *testing.T) {
 		}
 		if rec, err := s.Read(t.Context(), "p#"+name); err != nil || rec.Status != store.StatusProcessing {
 			t.Errorf("%s: the record is %v (%v); want still the lease's lock", c.what, rec, err)
+		}
+	}
+}
+
+// TestWorkDeadlockSwallowed: a work whose statement lost a deadlock
+// (1213: InnoDB rolled its whole transaction back) and that went on, its
+// next write in a transaction MySQL began anew, commits nothing: a
+// *store.EffectError, neither the write before the deadlock (rolled back
+// by it) nor the one after applied, the lock still the lease's.
+func TestWorkDeadlockSwallowed(t *testing.T) {
+	db := newDB(t, plainParams)
+	s := newTable(t, db, "tx_records")
+	e := newEffects(t, db)
+	now := time.Now().Truncate(time.Millisecond)
+	name := "deadlock-" + now.String()
+	a, b := name+"-a", name+"-b"
+	for _, n := range []string{a, b} {
+		if _, err := db.ExecContext(t.Context(), `INSERT INTO counters (name, n) VALUES (?, 0)`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
+	ctx := store.ContextWithTx(t.Context(), tx)
+	work, err := mysqlstore.Tx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.ExecContext(ctx, `UPDATE counters SET n = n + 1 WHERE name = ?`, a); err != nil {
+		t.Fatal(err)
+	}
+	// Another transaction, heavier (more rows written: InnoDB rolls the
+	// lighter one back), takes b, then waits for a; the work waits for b:
+	// a deadlock, which the work loses.
+	other, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	for i := range 20 {
+		if _, err := other.ExecContext(t.Context(), `INSERT INTO counters (name, n) VALUES (?, 1)`, fmt.Sprintf("%s-weight-%d", name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.ExecContext(t.Context(), `UPDATE counters SET n = n + 1 WHERE name = ?`, b); err != nil {
+		t.Fatal(err)
+	}
+	// Each now waits for the other, in whichever order the two UPDATEs
+	// arrive: InnoDB finds the cycle when the second waits, and rolls the
+	// lighter transaction (the work's) back.
+	workErr, otherErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := work.ExecContext(ctx, `UPDATE counters SET n = n + 1 WHERE name = ?`, b)
+		workErr <- err
+	}()
+	go func() {
+		_, err := other.ExecContext(t.Context(), `UPDATE counters SET n = n + 1 WHERE name = ?`, a)
+		otherErr <- err
+	}()
+	var my *mysql.MySQLError
+	if err := <-workErr; !errors.As(err, &my) || my.Number != 1213 {
+		t.Fatalf("the work's UPDATE of b returned %v; want MySQL's deadlock, 1213", err)
+	}
+	if err := <-otherErr; err != nil {
+		t.Fatalf("the other transaction's UPDATE of a: %v", err)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The work swallows the deadlock and writes on.
+	if err := e.Add(t.Context(), tx, name+"-after", false); err != nil {
+		t.Fatal(err)
+	}
+	var ee *store.EffectError
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.As(err, &ee) {
+		t.Errorf("Commit after the work's deadlock returned %v; want a *store.EffectError", err)
+	}
+	if n := count(t, e, a); n != 1 {
+		t.Errorf("counter a is %d; want 1, the other transaction's increment alone", n)
+	}
+	if n := count(t, e, name+"-after"); n != 0 {
+		t.Errorf("the work's write after its deadlock is there %d times; want 0", n)
+	}
+	if rec, err := s.Read(t.Context(), "p#"+name); err != nil || rec.Status != store.StatusProcessing {
+		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
+	}
+}
+
+// TestSessionSetBack: the transaction's connection goes back to the pool
+// with autocommit on, however the transaction ended (committed, rolled
+// back, refused for a failed statement, for a lost lock): a pool of one
+// connection then runs a plain statement that is committed at once.
+func TestSessionSetBack(t *testing.T) {
+	db := newDB(t, plainParams)
+	db.SetMaxOpenConns(1)
+	s := newTable(t, db, "session_records")
+	e := newEffects(t, db)
+	for _, end := range []string{"commit", "rollback", "failed statement", "lost lock"} {
+		now := time.Now().Truncate(time.Millisecond)
+		name := end + "-" + now.String()
+		lease := acquire(t, s, "p#"+name, "o", now)
+		tx := s.Begin(lease)
+		if err := e.Add(t.Context(), tx, name, end == "failed statement"); err != nil {
+			t.Fatal(err)
+		}
+		if end == "lost lock" {
+			// The pool's one connection is the transaction's: take the
+			// lock over from another pool.
+			later := now.Add(2 * time.Minute)
+			if _, err := mysqlstore.New(newDB(t, plainParams), "session_records").Acquire(t.Context(), store.AcquireRequest{ID: "p#" + name, Owner: "b", Now: later, LockUntil: later.Add(time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if end == "rollback" {
+			err = tx.Rollback(t.Context())
+		} else {
+			err = tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
+		}
+		if (err == nil) != (end == "commit" || end == "rollback") {
+			t.Errorf("%s: the transaction's end returned %v", end, err)
+		}
+		var autocommit int
+		if err := db.QueryRowContext(t.Context(), `SELECT @@SESSION.autocommit`).Scan(&autocommit); err != nil || autocommit != 1 {
+			t.Errorf("after a transaction's %s, the pool's connection has autocommit %d (%v); want 1", end, autocommit, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
@@ -99,7 +100,8 @@ type transaction struct {
 
 	// mu guards the fields below.
 	mu    sync.Mutex
-	tx    *sql.Tx // nil until the work asks for it
+	conn  *sql.Conn // the transaction's connection, held until it ends
+	tx    *sql.Tx   // nil until the work asks for it
 	opts  sql.TxOptions
 	state txState
 	// rollbacks is the session's Handler_rollback when the transaction
@@ -144,14 +146,35 @@ func (t *transaction) begin(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, 
 			o = *opts
 		}
 		// The transaction outlives the context of the work's first call
-		// (a handler's sub-context): sqsonce ends it.
-		tx, err := t.s.db.BeginTx(context.WithoutCancel(ctx), &o)
+		// (a handler's sub-context): sqsonce ends it. It runs on a
+		// connection of its own (db.Conn), which the store keeps until it
+		// has set the session back (release).
+		bg := context.WithoutCancel(ctx)
+		conn, err := t.s.db.Conn(bg)
 		if err != nil {
 			return nil, t.s.fail("begin", t.lease.ID, err)
 		}
-		n, err := handlerRollbacks(ctx, tx)
+		tx, err := conn.BeginTx(bg, &o)
+		if err != nil {
+			conn.Close()
+			return nil, t.s.fail("begin", t.lease.ID, err)
+		}
+		t.conn = conn
+		// A deadlock (1213) rolls the whole transaction back, and MySQL
+		// then runs the next statements one by one, each committed at
+		// once: a work that carried on after it would apply its later
+		// writes outside the completion. With autocommit off they open a
+		// new transaction instead, which the store rolls back when it
+		// finds the failed statement (Handler_rollback). Set inside the
+		// transaction, it commits nothing.
+		_, err = tx.ExecContext(ctx, `SET SESSION autocommit = 0`)
+		var n int64
+		if err == nil {
+			n, err = handlerRollbacks(ctx, tx)
+		}
 		if err != nil {
 			_ = tx.Rollback()
+			t.release(ctx)
 			return nil, t.s.fail("begin", t.lease.ID, err)
 		}
 		t.tx, t.opts, t.rollbacks = tx, o, n
@@ -219,25 +242,26 @@ func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	}
 	n, err := handlerRollbacks(ctx, t.tx)
 	if err != nil {
-		return t.notApplied(err)
+		return t.notApplied(ctx, err)
 	}
 	if n != t.rollbacks && !t.s.trustStatements {
-		t.end()
+		t.end(ctx)
 		return &store.EffectError{ID: t.lease.ID, Err: fmt.Errorf("a statement of the work failed and the server rolled it back (the session's Handler_rollback went from %d to %d): the transaction is refused as a whole, as the work's error", t.rollbacks, n)}
 	}
 	res, err := t.tx.ExecContext(ctx, t.s.q.completeTx, c.Until.Unix(), c.Result, c.Outbox, t.lease.ID, t.lease.Owner, t.lease.Fence)
 	if err != nil {
-		return t.notApplied(err)
+		return t.notApplied(ctx, err)
 	}
 	affected, err := res.RowsAffected()
 	if err != nil {
-		return t.notApplied(err)
+		return t.notApplied(ctx, err)
 	}
 	if affected != 1 {
-		t.end()
+		t.end(ctx)
 		return t.lost(ctx)
 	}
 	err = t.tx.Commit()
+	t.release(ctx)
 	if err == nil {
 		t.state = txCommitted
 		return nil
@@ -264,8 +288,8 @@ func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 // notApplied is a statement before the COMMIT that failed: no COMMIT was
 // sent, so nothing is applied, whatever the error. The transaction is
 // rolled back.
-func (t *transaction) notApplied(err error) error {
-	t.end()
+func (t *transaction) notApplied(ctx context.Context, err error) error {
+	t.end(ctx)
 	n := code(err)
 	switch {
 	case effect(n):
@@ -277,9 +301,25 @@ func (t *transaction) notApplied(err error) error {
 }
 
 // end rolls the transaction back, its outcome known: nothing applied.
-func (t *transaction) end() {
+func (t *transaction) end(ctx context.Context) {
 	t.state = txEnded
 	_ = t.tx.Rollback() // a connection gone has rolled it back already
+	t.release(ctx)
+}
+
+// release gives the transaction's connection back to the pool, its
+// session's autocommit on again, once the transaction has ended; a
+// connection whose session could not be set back is closed instead, so
+// that no other statement of the pool's runs without autocommit.
+func (t *transaction) release(ctx context.Context) {
+	if t.conn == nil {
+		return
+	}
+	if _, err := t.conn.ExecContext(context.WithoutCancel(ctx), `SET SESSION autocommit = 1`); err != nil {
+		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn }) // closes it
+	}
+	t.conn.Close()
+	t.conn = nil
 }
 
 // settle reads the record after a COMMIT whose answer was lost. LOCK IN
@@ -324,7 +364,9 @@ func (t *transaction) Rollback(ctx context.Context) error {
 	if t.tx == nil {
 		return nil
 	}
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+	err := t.tx.Rollback()
+	t.release(ctx)
+	if err != nil && !errors.Is(err, sql.ErrTxDone) {
 		return t.s.fail("rollback", t.lease.ID, err)
 	}
 	return nil
