@@ -24,6 +24,7 @@ func goGets() []string {
 		"github.com/sqs-once/sqs-once/sqsonce",
 		"github.com/sqs-once/sqs-once/sqsonce/store/pgstore",
 		"github.com/sqs-once/sqs-once/sqsonce/store/redisstore",
+		"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore",
 	}
 }
 
