@@ -67,7 +67,7 @@ func TestStoreFlagsNamed(t *testing.T) {
 // form, never the DSN, which may hold a password.
 func TestMySQLDSNNeverPrinted(t *testing.T) {
 	for _, dsn := range []string{
-		"ops:s3cr3t@tcp(db:3306",                     // no closing parenthesis, no database
+		"ops:s3cr3t@tcp(db:3306",                    // no closing parenthesis, no database
 		"ops:s3cr3t@tcp(db:3306)/orders?tls=s3cr3t", // a TLS config never registered
 		"mysql://ops:s3cr3t@db:3306/orders",         // a URL, not the driver's form
 	} {
