@@ -14,10 +14,12 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
 	github.com/aws/smithy-go v1.28.8
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/sqs-once/sqs-once v0.7.0
+	github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore v0.7.0
 	github.com/sqs-once/sqs-once/sqsonce/store/pgstore v0.7.0
 	github.com/sqs-once/sqs-once/sqsonce/store/redisstore v0.7.0
 	github.com/vbauerster/mpb/v8 v8.9.3
@@ -25,6 +27,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/VividCortex/ewma v1.2.0 // indirect
 	github.com/acarl005/stripansi v0.0.0-20180116102854-5a71ef0e047d // indirect
 	github.com/aws/aws-lambda-go v1.55.1 // indirect

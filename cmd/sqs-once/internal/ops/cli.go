@@ -186,10 +186,10 @@ creates it).
 	pf.StringVar(&c.flags.Table, "table", "", "idempotency table `NAME` (default: the stack's IdempotencyTableName)")
 	pf.StringVar(&c.flags.KeyPrefix, "key-prefix", "", "record id `PREFIX`, the processor's KEY_PREFIX (default: read from the stack's processor, else <stack>-processor)")
 	pf.BoolVar(&c.flags.HashKeys, "hash-keys", false, "the processor hashes keys (HASH_KEYS=on): a KEY's record id is <prefix>#<SHA-256 of KEY> (default: read from the stack's processor, else off)")
-	pf.StringVar(&c.flags.Store, "store", "", "the records' store `KIND`, the processor's STORE: dynamodb, redis or postgres (default: read from the stack's processor, else dynamodb)")
+	pf.StringVar(&c.flags.Store, "store", "", "the records' store `KIND`, the processor's STORE: dynamodb, redis, postgres or mysql (default: read from the stack's processor, else dynamodb)")
 	pf.StringVar(&c.flags.RedisURL, "redis-url", "", "the Redis store's server `URL`, redis://[user:password@]host:port[/db] or rediss:// (default: the stack's processor's REDIS_URL)")
 	pf.BoolVar(&c.flags.RedisCluster, "redis-cluster", false, "--redis-url is a Redis Cluster's, as REDIS_CLUSTER=true")
-	pf.StringVar(&c.flags.DatabaseURL, "database-url", "", "the PostgreSQL store's database `URL` (postgres://user:password@host:port/db); with --store postgres and --table")
+	pf.StringVar(&c.flags.DatabaseURL, "database-url", "", "the PostgreSQL or MySQL store's database `URL`: postgres://user:password@host:port/db with --store postgres, user:password@tcp(host:port)/db (go-sql-driver/mysql's DSN) with --store mysql; with --table")
 	pf.StringVar(&c.profile, "profile", "", "AWS shared config `PROFILE` (default: AWS_PROFILE)")
 	pf.StringVar(&c.region, "region", "", "AWS `REGION` (default: AWS_REGION or the profile's)")
 	pf.BoolVar(&c.json, "json", false, "print one JSON document on stdout, for scripts")
@@ -228,12 +228,12 @@ func (c *cli) setup(ctx context.Context) error {
 	return nil
 }
 
-// awsFree says whether the command needs no AWS call: a Redis or
-// PostgreSQL store named by flags, without a stack or a queue, needs no
-// AWS region.
+// awsFree says whether the command needs no AWS call: a Redis, PostgreSQL
+// or MySQL store named by flags, without a stack or a queue, needs no AWS
+// region.
 func (c *cli) awsFree() bool {
 	f := c.flags
-	return (f.Store == StoreRedis || f.Store == StorePostgres) && f.Stack == "" &&
+	return (f.Store == StoreRedis || sqlStore(f.Store)) && f.Stack == "" &&
 		f.MainQueue == "" && f.DeadLetter == "" && f.OperatorQueue == ""
 }
 
@@ -269,12 +269,19 @@ func (c *cli) records(ctx context.Context) (recs *Records, close func(), err err
 		}
 		recs = &Records{Store: o.store, Where: o.where, Table: c.flags.Table}
 		c.use(o.where)
+	case StoreMySQL:
+		// As PostgreSQL's: the table is named by --table only.
+		if o, err = mysqlStore(c.targets.DatabaseURL, c.flags.Table); err != nil {
+			return nil, nil, err
+		}
+		recs = &Records{Store: o.store, Where: o.where, Table: c.flags.Table}
+		c.use(o.where)
 	default:
 		what := "--store " + kind
 		if c.targets.StoreFrom != "flag" {
 			what = "the processor's " + envStore + "=" + kind
 		}
-		return nil, nil, fmt.Errorf("%w: %s: not a store kind; want %s, %s or %s", ErrUsage, what, StoreDynamoDB, StoreRedis, StorePostgres)
+		return nil, nil, fmt.Errorf("%w: %s: not a store kind; want %s, %s, %s or %s", ErrUsage, what, StoreDynamoDB, StoreRedis, StorePostgres, StoreMySQL)
 	}
 	recs.Prefix, recs.HashKeys, recs.Now, recs.scan = prefix, c.targets.HashKeys, c.io.Now, o.scan
 	return recs, o.close, nil
@@ -293,7 +300,7 @@ func (c *cli) use(what string) {
 // access error is about the credentials' permissions there.
 func (c *cli) where(err error) string {
 	if (!errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrAWS)) || c.awsFree() {
-		// Without AWS (a Redis or PostgreSQL store by flags), the error
+		// Without AWS (a Redis, PostgreSQL or MySQL store by flags), the error
 		// itself names the store: no region or profile to suggest.
 		return ""
 	}

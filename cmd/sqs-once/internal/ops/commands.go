@@ -75,9 +75,9 @@ PostgreSQL table's rows).`,
 			Table *StoreCheck `json:"table,omitempty"`
 		}
 		rep := report{Targets: c.targets, Queues: []QueueStatus{}}
-		// --table with --store postgres names a PostgreSQL table: no
+		// --table with --store postgres or mysql names an SQL table: no
 		// DynamoDB table to check.
-		if c.targets.Table != "" && c.targets.Store != StorePostgres {
+		if c.targets.Table != "" && !sqlStore(c.targets.Store) {
 			rep.Table = checkDynamoTable(ctx, dynamodb.NewFromConfig(c.cfg), c.targets.Table)
 		}
 		for _, name := range []string{"main", "dlq", "operator"} {
@@ -99,7 +99,7 @@ PostgreSQL table's rows).`,
 			return fmt.Errorf("table %s%s: %w: no locks or pending messages to look for; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
 		}
 		// scannedIn names the store --locks and --pending scanned: the
-		// table, or a Redis server or PostgreSQL table.
+		// table, or a Redis server or PostgreSQL or MySQL table.
 		var scannedIn string
 		var recs *Records
 		if locks || pending {
@@ -368,7 +368,7 @@ func describe(r Record, now time.Time) [][2]string {
 		}
 	}
 	if r.Status != store.StatusCompleted && r.ExpiresAt != nil {
-		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): the store may delete the record after this (DynamoDB TTL, Redis key expiry, PostgreSQL Sweep)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
+		lines = append(lines, [2]string{"record TTL", fmt.Sprintf("%s (%s): the store may delete the record after this (DynamoDB TTL, Redis key expiry, PostgreSQL or MySQL Sweep)", stamp(*r.ExpiresAt), ago(*r.ExpiresAt, now))})
 	}
 	return append(lines, pendingLines(r)...)
 }

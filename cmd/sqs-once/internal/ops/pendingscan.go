@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
@@ -87,7 +88,7 @@ type outboxRecord struct {
 // the number of records it read. store.Admin has no such scan (its Locks
 // lists locks), so each store's is here, on the schema its package
 // declares (dynamostore's attributes, redisstore's keys and fields,
-// pgstore's columns); the integration tests write the records with the
+// pgstore's and mysqlstore's columns); the integration tests write the records with the
 // stores' own Complete, which keeps the two in step.
 type outboxScanner interface {
 	outboxes(ctx context.Context, prefix string, progress func(scanned, found int)) ([]outboxRecord, int, error)
@@ -361,4 +362,66 @@ ORDER BY o.expires_at, o.id`, prefix+"#")
 		progress(int(scanned), len(found))
 	}
 	return found, int(scanned), nil
+}
+
+// mysqlOutboxes selects a MySQL table's rows under the prefix with an
+// outbox (mysqlstore's columns id, status, expires_at, outbox), beside
+// the table's row count, in one statement, as mysqlstore's Locks selects
+// its locks: a scan of the table. The id is VARBINARY, so the prefix is
+// compared byte for byte. A row past its window's end is left out, as the
+// store's Read leaves it out (Sweep deletes it), by the server's clock.
+type mysqlOutboxes struct {
+	db    *sql.DB
+	table string
+}
+
+func (m mysqlOutboxes) outboxes(ctx context.Context, prefix string, progress func(scanned, found int)) ([]outboxRecord, int, error) {
+	t := mysqlIdent(m.table)
+	p := []byte(prefix + "#")
+	rows, err := m.db.QueryContext(ctx, `SELECT a.n, o.id, o.status, o.expires_at
+FROM (SELECT COUNT(*) AS n FROM `+t+`) AS a
+LEFT JOIN (SELECT id, status, expires_at FROM `+t+` WHERE outbox IS NOT NULL AND LEFT(id, ?) = ? AND expires_at >= UNIX_TIMESTAMP()) AS o ON TRUE
+ORDER BY o.expires_at, o.id`, len(p), p)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var found []outboxRecord
+	var scanned int64
+	for rows.Next() {
+		var id, status *string
+		var expires *int64
+		if err := rows.Scan(&scanned, &id, &status, &expires); err != nil {
+			return nil, 0, err
+		}
+		if id == nil {
+			continue // no row with an outbox: the count alone
+		}
+		o := outboxRecord{ID: *id}
+		if status != nil {
+			o.Status = store.Status(*status)
+		}
+		if expires != nil && *expires > 0 {
+			o.ExpiresAt = time.Unix(*expires, 0)
+		}
+		found = append(found, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if progress != nil {
+		progress(int(scanned), len(found))
+	}
+	return found, int(scanned), nil
+}
+
+// mysqlIdent is table ("name" or "database.name", as mysqlstore.New takes
+// it) as MySQL identifiers: each part in backquotes, a backquote doubled,
+// as mysqlstore quotes it.
+func mysqlIdent(table string) string {
+	parts := strings.SplitN(table, ".", 2)
+	for i, part := range parts {
+		parts[i] = "`" + strings.ReplaceAll(part, "`", "``") + "`"
+	}
+	return strings.Join(parts, ".")
 }

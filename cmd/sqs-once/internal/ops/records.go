@@ -16,7 +16,7 @@ import (
 // prefix through the processor's own store: the schema and the conditions
 // of release and forget are declared once, there.
 type Records struct {
-	// Store is the store the records are in (DynamoDB, Redis, PostgreSQL);
+	// Store is the store the records are in (DynamoDB, Redis, PostgreSQL, MySQL);
 	// nil is the DynamoDB store on DB and Table.
 	Store RecordStore
 	// Where names Store for messages ("table <Table>" when empty).

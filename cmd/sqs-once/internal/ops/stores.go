@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,11 +10,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
@@ -28,13 +31,19 @@ type RecordStore interface {
 }
 
 // The store kinds: the processor's STORE values (dynamodb, redis), and
-// postgres, a library store (pgstore) that no processor binary reads from
-// its environment, so only flags name it.
+// postgres and mysql, library stores (pgstore, mysqlstore) that no
+// processor binary reads from its environment, so only flags name them.
 const (
 	StoreDynamoDB = "dynamodb"
 	StoreRedis    = "redis"
 	StorePostgres = "postgres"
+	StoreMySQL    = "mysql"
 )
+
+// sqlStore reports whether kind is a store on an SQL table (postgres,
+// mysql): named by --database-url and --table, with no AWS call, its
+// --table no DynamoDB table.
+func sqlStore(kind string) bool { return kind == StorePostgres || kind == StoreMySQL }
 
 // The processor's variables that choose and configure its store
 // (internal/storeenv, redisstore.FromEnv).
@@ -48,6 +57,7 @@ var (
 	_ RecordStore = (*dynamostore.Store)(nil)
 	_ RecordStore = (*redisstore.Store)(nil)
 	_ RecordStore = (*pgstore.Store)(nil)
+	_ RecordStore = (*mysqlstore.Store)(nil)
 )
 
 // opened is a store the CLI opened, with what closes its connections and
@@ -121,6 +131,36 @@ func pgStore(ctx context.Context, dsn, table string) (opened, error) {
 	return opened{store: pgstore.New(pool, table), where: "PostgreSQL table " + table + " on " + redacted(dsn), close: pool.Close, scan: pgOutboxes{pool: pool, table: table}}, nil
 }
 
+// mysqlStore is the MySQL store on table in the database dsn names, in
+// go-sql-driver/mysql's form (user:password@tcp(host:port)/db), as the
+// store's user opens it. No connection is made until the first read.
+func mysqlStore(dsn, table string) (opened, error) {
+	if dsn == "" {
+		return opened{}, fmt.Errorf("%w: --store mysql needs the database: give --database-url DSN (user:password@tcp(host:port)/db, as go-sql-driver/mysql takes it)", ErrUsage)
+	}
+	if table == "" {
+		return opened{}, fmt.Errorf("%w: --store mysql needs the store's table: give --table NAME (as given to mysqlstore.New)", ErrUsage)
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		// The driver's parse error may quote the DSN: say only which flag
+		// and the form, never the DSN.
+		return opened{}, fmt.Errorf("%w: --database-url: not a MySQL DSN go-sql-driver/mysql accepts (user:password@tcp(host:port)/db)", ErrUsage)
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return opened{}, fmt.Errorf("%w: --database-url %s: not a MySQL DSN go-sql-driver/mysql accepts", ErrUsage, mysqlRedacted(cfg))
+	}
+	db := sql.OpenDB(conn)
+	return opened{store: mysqlstore.New(db, table), where: "MySQL table " + table + " on " + mysqlRedacted(cfg), close: func() { _ = db.Close() }, scan: mysqlOutboxes{db: db, table: table}}, nil
+}
+
+// mysqlRedacted is where a MySQL DSN points, for messages: its user,
+// address and database, without its password or parameters.
+func mysqlRedacted(cfg *mysql.Config) string {
+	return cfg.User + "@" + cfg.Net + "(" + cfg.Addr + ")/" + cfg.DBName
+}
+
 // redacted is a URL without its password, for messages; a connection
 // string that is not a URL (key=value form) is named by its form only.
 func redacted(raw string) string {
@@ -134,7 +174,7 @@ func redacted(raw string) string {
 	return u.Redacted()
 }
 
-// ErrStore: a call to a Redis or PostgreSQL store failed (the server
+// ErrStore: a call to a Redis, PostgreSQL or MySQL store failed (the server
 // unreachable, a password refused, a table missing). Nothing is known to
 // have changed unless the message says so. Its exit code is 1, as an AWS
 // call's.

@@ -4,6 +4,7 @@ package ops_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,10 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
+	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 	"github.com/sqs-once/sqs-once/internal/local/redisserver"
 	"github.com/sqs-once/sqs-once/internal/testclock"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/redisstore"
 )
@@ -67,6 +70,70 @@ func TestRecordCommandsOnPostgres(t *testing.T) {
 	r := run(t, runOpts{cfg: &aws.Config{}}, "inspect", "--store", "postgres", "--database-url", srv.DSN, "--table", "no_such_table", "--key-prefix", "p", "k")
 	if r.code != ops.ExitError || !strings.Contains(r.stderr, "store call failed") || !strings.Contains(r.stderr, "no_such_table") {
 		t.Errorf("inspect on a missing PostgreSQL table: exit %d, stderr %q; want exit %d naming the table", r.code, r.stderr, ops.ExitError)
+	}
+}
+
+// TestRecordCommandsOnMySQL is the same on a MySQL store (MariaDB here):
+// a library store, named by --store mysql, --database-url (the driver's
+// DSN) and --table. The store's failures are the store's error, exit 1,
+// and no message prints the DSN's password.
+func TestRecordCommandsOnMySQL(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	srv, err := mariaserver.Start(ctx, mariaserver.Options{})
+	cancel()
+	if err != nil {
+		// Never skipped: the tier needs the server, and says how to get it.
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	db, err := sql.Open("mysql", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	const table = "orders_idem"
+	if err := mysqlstore.CreateTable(t.Context(), db, table); err != nil {
+		t.Fatal(err)
+	}
+	where := "MySQL table " + table + " on root@tcp(" + srv.Addr + ")/sqsonce"
+	recordCommands(t, mysqlstore.New(db, table), where, "--store", "mysql", "--database-url", srv.DSN, "--table", table)
+
+	r := run(t, runOpts{cfg: &aws.Config{}}, "inspect", "--store", "mysql", "--database-url", srv.DSN, "--table", "no_such_table", "--key-prefix", "p", "k")
+	if r.code != ops.ExitError || !strings.Contains(r.stderr, "store call failed") || !strings.Contains(r.stderr, "no_such_table") {
+		t.Errorf("inspect on a missing MySQL table: exit %d, stderr %q; want exit %d naming the table", r.code, r.stderr, ops.ExitError)
+	}
+
+	// A user who may only read: inspect works, release is refused by the
+	// server, and neither says the password.
+	readerDSN, err := srv.CreateUser(t.Context(), "reader", "SELECT ON sqsonce.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	password := readerDSN[strings.Index(readerDSN, ":")+1 : strings.Index(readerDSN, "@")]
+	cli := func(args ...string) result {
+		t.Helper()
+		all := append([]string{args[0], "--store", "mysql", "--database-url", readerDSN, "--table", table, "--key-prefix", "p"}, args[1:]...)
+		return run(t, runOpts{cfg: &aws.Config{}}, all...)
+	}
+	lease, err := mysqlstore.New(db, table).Acquire(t.Context(), store.AcquireRequest{ID: store.RecordID("p", "k"), Owner: "o", Now: time.Now(), LockUntil: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cli("inspect", "k"); r.code != ops.ExitOK || !strings.Contains(r.stdout, lease.Owner) {
+		t.Errorf("inspect as a reader: exit %d, stdout %q, stderr %q; want the record", r.code, r.stdout, r.stderr)
+	}
+	r = cli("release", "--force", "k")
+	if r.code != ops.ExitError || !strings.Contains(r.stderr, "store call failed") || !strings.Contains(r.stderr, "UPDATE command denied") {
+		t.Errorf("release as a reader: exit %d, stderr %q; want exit %d, the server's refusal", r.code, r.stderr, ops.ExitError)
+	}
+	for _, r := range []result{r, cli("status", "--locks"), cli("inspect", "k")} {
+		if strings.Contains(r.stdout+r.stderr, password) {
+			t.Errorf("the DSN's password is printed:\n%s\n%s", r.stdout, r.stderr)
+		}
+	}
+	if !strings.Contains(cli("status", "--locks").stdout, "reader@tcp("+srv.Addr+")/sqsonce") {
+		t.Errorf("status --locks does not name the store by its user, address and database")
 	}
 }
 
@@ -159,6 +226,23 @@ func recordCommands(t *testing.T, s ops.RecordStore, where string, storeFlags ..
 	}
 	if err := s.Complete(ctx, acquireAt(fresh, time.Minute), store.Completion{Until: clock.Now().Add(time.Hour), Outbox: outbox}); err != nil {
 		t.Fatal(err)
+	}
+	// Another processor's completion with messages pending, and its lock,
+	// in the same store: never counted or listed under this prefix.
+	for _, other := range []string{"other-processor", prefix + "-2"} {
+		lease, err := s.Acquire(ctx, store.AcquireRequest{ID: store.RecordID(other, stale), Owner: "owner-other", Now: clock.Now(), LockUntil: clock.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, lease, store.Completion{Until: clock.Now().Add(50 * time.Minute), Outbox: outbox}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Acquire(ctx, store.AcquireRequest{ID: store.RecordID(other, held), Owner: "owner-other", Now: clock.Now(), LockUntil: clock.Now().Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := cli("", "status", "--locks"); r.code != ops.ExitOK || !strings.Contains(r.stdout, "1 PROCESSING record under "+prefix+"# in "+where) {
+		t.Errorf("status --locks with another prefix's lock in the store: exit %d, says\n%s\nwant 1 record", r.code, r.stdout)
 	}
 	r = cli("", "status", "--pending", "--dedupe-window", "1h")
 	for _, want := range []string{

@@ -41,7 +41,7 @@ type Targets struct {
 	// ("" without a stack, or when it was not read).
 	Target string `json:"target,omitempty"`
 	// Store is the store kind the records are in: StoreDynamoDB,
-	// StoreRedis or StorePostgres, from --store or the processor's STORE
+	// StoreRedis, StorePostgres or StoreMySQL, from --store or the processor's STORE
 	// ("" is DynamoDB, the processor's default).
 	Store string `json:"store,omitempty"`
 	// StoreFrom says where Store came from: "flag" or "processor
@@ -55,7 +55,7 @@ type Targets struct {
 	// RedisURLFrom names where RedisURL came from, for its errors: the
 	// flag, or the processor's variable.
 	RedisURLFrom string `json:"-"`
-	// DatabaseURL is the PostgreSQL store's database (--database-url): a
+	// DatabaseURL is the PostgreSQL or MySQL store's database (--database-url): a
 	// library store, which no processor reads from its environment.
 	DatabaseURL string `json:"-"`
 	// DedupeWindow is the processor's DEDUPE_WINDOW, read from the stack's
