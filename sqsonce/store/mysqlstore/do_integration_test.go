@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // lockFor is the processors' lock; later is a holder's clock past it.
 const lockFor = time.Minute
 
 // processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s *mysqlstore.Store, now time.Time) *sqsonce.Processor {
+func processor(t testing.TB, s *Store, now time.Time) *sqsonce.Processor {
 	t.Helper()
 	p, err := sqsonce.New(sqsonce.Config{
 		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
@@ -42,14 +41,14 @@ func ordersTable(t testing.TB, db *sql.DB, name string) {
 }
 
 // insertOrder is the work: an order row for key in the work's
-// transaction (mysqlstore.Tx), or, plain, on db by itself (autocommit).
+// transaction (Tx), or, plain, on db by itself (autocommit).
 func insertOrder(ctx context.Context, db *sql.DB, table, key string, tx bool) error {
 	q := `INSERT INTO ` + table + ` (order_key) VALUES (?)`
 	if !tx {
 		_, err := db.ExecContext(ctx, q, key)
 		return err
 	}
-	stx, err := mysqlstore.Tx(ctx)
+	stx, err := Tx(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func orders(t testing.TB, db *sql.DB, table, key string) int {
 }
 
 // TestTransactionalHandlerOnce: Do with a handler that writes its order
-// through mysqlstore.Tx writes it once, and the next delivery is a
+// through Tx writes it once, and the next delivery is a
 // duplicate that runs nothing; a handler that fails leaves no row, and the
 // key runs again.
 func TestTransactionalHandlerOnce(t *testing.T) {
@@ -155,9 +154,9 @@ func TestPausedHolderCommitsNothing(t *testing.T) {
 // table does not exist says so, matching ErrMisconfigured, and gives the
 // fix.
 func TestProcessorCheckOnAMissingTable(t *testing.T) {
-	p := processor(t, mysqlstore.New(newDB(t, plainParams), "no_such_table"), time.Now())
+	p := processor(t, New(newDB(t, plainParams), "no_such_table"), time.Now())
 	err := p.Check(t.Context())
-	if !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "mysqlstore.CreateTable") || !strings.Contains(err.Error(), "CREATE TABLE") {
-		t.Errorf("Check on a missing table returned %v; want ErrMisconfigured with mysqlstore.CreateTable and the CREATE TABLE", err)
+	if !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "CreateTable") || !strings.Contains(err.Error(), "CREATE TABLE") {
+		t.Errorf("Check on a missing table returned %v; want ErrMisconfigured with CreateTable and the CREATE TABLE", err)
 	}
 }

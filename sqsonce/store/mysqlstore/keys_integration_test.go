@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // keyPairs are keys that MySQL's collations take for one another: they
@@ -19,7 +18,7 @@ var keyPairs = [][2]string{{"Order-1", "order-1"}, {"k", "k "}}
 
 // keyProblems acquires each key of keyPairs on s under an owner of its
 // own and says where two of them turned out to be one record.
-func keyProblems(ctx context.Context, s *mysqlstore.Store, tag string) []string {
+func keyProblems(ctx context.Context, s *Store, tag string) []string {
 	now := time.Now()
 	var problems []string
 	for _, pair := range keyPairs {

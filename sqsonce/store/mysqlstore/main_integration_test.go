@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the "mysql" driver of database/sql
 
 	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // dsnEnv passes the server's DSN to a child process of this test binary
@@ -80,13 +79,13 @@ func newDB(t testing.TB, params string) *sql.DB {
 // newTable creates a table of the store's under a name of the test's own
 // (dropped first, so that a run starts from an empty one) and returns the
 // store on it.
-func newTable(t testing.TB, db *sql.DB, name string) *mysqlstore.Store {
+func newTable(t testing.TB, db *sql.DB, name string) *Store {
 	t.Helper()
 	if _, err := db.ExecContext(t.Context(), "DROP TABLE IF EXISTS `"+name+"`"); err != nil {
 		t.Fatal(err)
 	}
-	if err := mysqlstore.CreateTable(t.Context(), db, name); err != nil {
+	if err := CreateTable(t.Context(), db, name); err != nil {
 		t.Fatal(err)
 	}
-	return mysqlstore.New(db, name)
+	return New(db, name)
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"os"
@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
@@ -21,7 +20,7 @@ import (
 // running TestMutantChild on the server of the parent), and the parent
 // reads which of the child's subtests failed.
 
-// The child's environment: the mutant (mysqlstore.Mutate's name), the
+// The child's environment: the mutant (Mutate's name), the
 // suite ("store" or "transactions") and the DSN's parameters.
 const (
 	mutantEnv = "MYSQLSTORE_MUTANT"
@@ -38,7 +37,7 @@ func TestMutantChild(t *testing.T) {
 	}
 	db := newDB(t, os.Getenv(paramsEnv))
 	s := newTable(t, db, "mutant_"+regexp.MustCompile(`\W`).ReplaceAllString(name, "_"))
-	if !mysqlstore.Mutate(s, name) {
+	if !mutate(s, name) {
 		t.Fatalf("no mutant %q", name)
 	}
 	switch os.Getenv(suiteEnv) {
@@ -89,4 +88,25 @@ func TestMutantsAreCaught(t *testing.T) {
 			t.Logf("mutant %s (%s) caught by %v", m.name, m.bug, failed)
 		})
 	}
+}
+
+// mutate breaks s as the package's mutant tests ask, so that they show a
+// rule of theirs fails without what it breaks:
+//   - "naive-rows-affected": the UPDATEs do not move the row's version on,
+//     and the store trusts MySQL's rows-affected as it comes (right only
+//     on a connection with clientFoundRows=true);
+//   - "trust-statements": Commit does not check that a statement of the
+//     work's failed (Handler_rollback), and commits what is left.
+//
+// It returns false for a name it does not know.
+func mutate(s *Store, name string) bool {
+	switch name {
+	case "naive-rows-affected":
+		s.q = newQueries(s.t, false)
+	case "trust-statements":
+		s.trustStatements = true
+	default:
+		return false
+	}
+	return true
 }

@@ -1,10 +1,9 @@
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"testing"
 
 	"github.com/sqs-once/sqs-once/internal/docs"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // mysqlDoc is the page whose table SQL a reader copies.
@@ -21,7 +20,7 @@ func docDDL(t testing.TB) string {
 // integration tier runs the page's SQL itself).
 func TestTableDocIsTableDDL(t *testing.T) {
 	t.Parallel()
-	if got, want := docDDL(t), mysqlstore.TableDDL("sqs_once_records"); got != want {
+	if got, want := docDDL(t), TableDDL("sqs_once_records"); got != want {
 		t.Errorf("%s's SQL:\n%s\nTableDDL(\"sqs_once_records\"):\n%s", mysqlDoc, got, want)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -15,11 +15,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // acquire takes id's lock for owner at now, for a minute, or fails t.
-func acquire(t testing.TB, s *mysqlstore.Store, id, owner string, now time.Time) store.Lease {
+func acquire(t testing.TB, s *Store, id, owner string, now time.Time) store.Lease {
 	t.Helper()
 	lease, err := s.Acquire(t.Context(), store.AcquireRequest{ID: id, Owner: owner, Now: now, LockUntil: now.Add(time.Minute)})
 	if err != nil {
@@ -55,7 +54,7 @@ func TestCreateTableRacesAndCheck(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			for i, db := range []*sql.DB{a, b} {
-				wg.Go(func() { errs[i] = mysqlstore.CreateTable(t.Context(), db, name) })
+				wg.Go(func() { errs[i] = CreateTable(t.Context(), db, name) })
 			}
 			wg.Wait()
 			for i, err := range errs {
@@ -64,7 +63,7 @@ func TestCreateTableRacesAndCheck(t *testing.T) {
 				}
 			}
 		}
-		if err := mysqlstore.New(a, name).Check(t.Context()); err != nil {
+		if err := New(a, name).Check(t.Context()); err != nil {
 			t.Errorf("Check on the table CreateTable made (%q): %v", name, err)
 		}
 	}
@@ -107,7 +106,7 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		err := mysqlstore.New(db, c.table).Check(t.Context())
+		err := New(db, c.table).Check(t.Context())
 		if !errors.Is(err, store.ErrMisconfigured) || errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.fix) {
 			t.Errorf("Check on %s returned %v; want ErrMisconfigured alone, saying %q and %q", c.table, err, c.want, c.fix)
 		}
@@ -134,12 +133,12 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	err = mysqlstore.New(reader, "check_grants").Check(t.Context())
+	err = New(reader, "check_grants").Check(t.Context())
 	if !errors.Is(err, store.ErrMisconfigured) || !strings.Contains(err.Error(), "may not insert, update, delete in `check_grants`") || !strings.Contains(err.Error(), "GRANT SELECT, INSERT, UPDATE, DELETE ON `check_grants`") {
 		t.Errorf("Check as a user who may only select returned %v; want ErrMisconfigured naming insert, update, delete and the GRANT", err)
 	}
 	now := time.Now()
-	_, err = mysqlstore.New(reader, "check_grants").Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
+	_, err = New(reader, "check_grants").Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
 	var my *mysql.MySQLError
 	if !errors.Is(err, store.ErrMisconfigured) || !errors.As(err, &my) || my.Number != 1142 || !strings.Contains(err.Error(), "grant the store's user SELECT, INSERT, UPDATE, DELETE") {
 		t.Errorf("Acquire as a user who may only select returned %v; want ErrMisconfigured, unwrapping to MySQL's 1142, with the GRANT", err)
@@ -153,7 +152,7 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer down.Close()
-	if err := mysqlstore.New(down, "x").Check(t.Context()); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMisconfigured) {
+	if err := New(down, "x").Check(t.Context()); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMisconfigured) {
 		t.Errorf("Check on a server that does not answer returned %v; want ErrUnavailable alone", err)
 	}
 }
@@ -164,12 +163,12 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 // exist (1049) is ErrMisconfigured too; a server that does not answer,
 // ErrUnavailable alone.
 func TestErrorsOnAMissingTable(t *testing.T) {
-	s := mysqlstore.New(newDB(t, plainParams), "no_such_records")
+	s := New(newDB(t, plainParams), "no_such_records")
 	now := time.Now()
 	_, err := s.Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "o", Now: now, LockUntil: now.Add(time.Minute)})
 	var se *store.StoreError
 	var my *mysql.MySQLError
-	if !errors.As(err, &se) || !errors.Is(err, store.ErrMisconfigured) || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &my) || my.Number != 1146 || !strings.Contains(err.Error(), "mysqlstore.CreateTable") {
+	if !errors.As(err, &se) || !errors.Is(err, store.ErrMisconfigured) || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &my) || my.Number != 1146 || !strings.Contains(err.Error(), "CreateTable") {
 		t.Errorf("Acquire on a missing table returned %v; want a StoreError matching ErrMisconfigured alone, with MySQL's 1146 and the fix", err)
 	}
 	if _, err := s.Read(t.Context(), "p#k"); !errors.Is(err, store.ErrMisconfigured) {
@@ -185,7 +184,7 @@ func TestErrorsOnAMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nodb.Close()
-	if _, err := mysqlstore.New(nodb, "x").Read(t.Context(), "p#k"); !errors.Is(err, store.ErrMisconfigured) || !errors.As(err, &my) || my.Number != 1049 {
+	if _, err := New(nodb, "x").Read(t.Context(), "p#k"); !errors.Is(err, store.ErrMisconfigured) || !errors.As(err, &my) || my.Number != 1049 {
 		t.Errorf("Read in a database that does not exist returned %v; want ErrMisconfigured, MySQL's 1049", err)
 	}
 	down, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/sqsonce?timeout=5s")
@@ -193,7 +192,7 @@ func TestErrorsOnAMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer down.Close()
-	if _, err := mysqlstore.New(down, "x").Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "o", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMisconfigured) {
+	if _, err := New(down, "x").Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "o", Now: now, LockUntil: now.Add(time.Minute)}); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMisconfigured) {
 		t.Errorf("Acquire on a server that does not answer returned %v; want ErrUnavailable alone", err)
 	}
 }
@@ -204,7 +203,7 @@ func TestErrorsOnAMissingTable(t *testing.T) {
 func TestForeignRecords(t *testing.T) {
 	db := newDB(t, plainParams)
 	newTable(t, db, "foreign_records")
-	s := mysqlstore.New(db, "foreign_records")
+	s := New(db, "foreign_records")
 	now := time.Now()
 	future := now.Add(time.Hour).Unix()
 	for id, ins := range map[string]string{
@@ -284,7 +283,7 @@ func TestSweep(t *testing.T) {
 // tx.Rollback()) has nothing committed: the Commit is ErrNotCommitted,
 // saying why, the record still the lease's lock.
 func TestTxEndedByTheWork(t *testing.T) {
-	if _, err := mysqlstore.Tx(context.Background()); !errors.Is(err, mysqlstore.ErrNoTx) {
+	if _, err := Tx(context.Background()); !errors.Is(err, ErrNoTx) {
 		t.Errorf("Tx of a context without a transaction returned %v; want ErrNoTx", err)
 	}
 	db := newDB(t, plainParams)
@@ -298,7 +297,7 @@ func TestTxEndedByTheWork(t *testing.T) {
 		t.Error("a transaction begun is not Empty")
 	}
 	ctx := store.ContextWithTx(t.Context(), tx)
-	stx, err := mysqlstore.Tx(ctx)
+	stx, err := Tx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +354,7 @@ func TestWorkStatementFailed(t *testing.T) {
 		if err := e.Add(t.Context(), tx, name+"-before", false); err != nil {
 			t.Fatal(err)
 		}
-		stx, err := mysqlstore.Tx(store.ContextWithTx(t.Context(), tx))
+		stx, err := Tx(store.ContextWithTx(t.Context(), tx))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +397,7 @@ func TestWorkDeadlockSwallowed(t *testing.T) {
 	}
 	tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
 	ctx := store.ContextWithTx(t.Context(), tx)
-	work, err := mysqlstore.Tx(ctx)
+	work, err := Tx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +482,7 @@ func TestSessionSetBack(t *testing.T) {
 			// The pool's one connection is the transaction's: take the
 			// lock over from another pool.
 			later := now.Add(2 * time.Minute)
-			if _, err := mysqlstore.New(newDB(t, plainParams), "session_records").Acquire(t.Context(), store.AcquireRequest{ID: "p#" + name, Owner: "b", Now: later, LockUntil: later.Add(time.Minute)}); err != nil {
+			if _, err := New(newDB(t, plainParams), "session_records").Acquire(t.Context(), store.AcquireRequest{ID: "p#" + name, Owner: "b", Now: later, LockUntil: later.Add(time.Minute)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -513,7 +512,7 @@ func TestTableDocSQLPassesCheck(t *testing.T) {
 	if _, err := db.ExecContext(t.Context(), docDDL(t)); err != nil {
 		t.Fatalf("%s's SQL: %v", mysqlDoc, err)
 	}
-	s := mysqlstore.New(db, "sqs_once_records")
+	s := New(db, "sqs_once_records")
 	if err := s.Check(t.Context()); err != nil {
 		t.Errorf("Check on the table of %s's SQL: %v", mysqlDoc, err)
 	}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
 // effects is storetest.Effects on MySQL: a counter is a row of counters,
-// incremented in the work's transaction (mysqlstore.Tx); a refused write
+// incremented in the work's transaction (Tx); a refused write
 // is a row inserted twice into refusals, whose primary key refuses the
 // second (1062). MySQL checks constraints at the statement, not at the
 // COMMIT: the statement fails at once, the server rolls back that
@@ -41,7 +40,7 @@ func newEffects(t testing.TB, db *sql.DB) effects {
 }
 
 func (e effects) Add(ctx context.Context, tx store.Tx, name string, refused bool) error {
-	stx, err := mysqlstore.Tx(store.ContextWithTx(ctx, tx))
+	stx, err := Tx(store.ContextWithTx(ctx, tx))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"database/sql"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // TestBeginTxOptions: the isolation level BeginTx is given is the work's
@@ -29,7 +28,7 @@ func TestBeginTxOptions(t *testing.T) {
 		name := c.level.String() + "-" + now.String()
 		tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
 		ctx := store.ContextWithTx(t.Context(), tx)
-		stx, err := mysqlstore.BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
+		stx, err := BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +46,10 @@ func TestBeginTxOptions(t *testing.T) {
 		if got := seen() == 1; got != c.seesNew {
 			t.Errorf("%s: the work sees a row committed since its first read: %v; want %v", c.level, got, c.seesNew)
 		}
-		if _, err := mysqlstore.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}); err == nil {
+		if _, err := BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}); err == nil {
 			t.Errorf("%s: a second BeginTx with another level succeeded; want an error (the transaction has begun)", c.level)
 		}
-		if again, err := mysqlstore.Tx(ctx); err != nil || again != stx {
+		if again, err := Tx(ctx); err != nil || again != stx {
 			t.Errorf("%s: Tx after BeginTx returned %p, %v; want the same transaction", c.level, again, err)
 		}
 		if err := e.Add(t.Context(), tx, name, false); err != nil {
@@ -67,7 +66,7 @@ func TestBeginTxOptions(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
 	name := "readonly-" + now.String()
 	tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
-	if _, err := mysqlstore.BeginTx(store.ContextWithTx(t.Context(), tx), &sql.TxOptions{ReadOnly: true}); err != nil {
+	if _, err := BeginTx(store.ContextWithTx(t.Context(), tx), &sql.TxOptions{ReadOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.Is(err, store.ErrNotCommitted) {
@@ -97,7 +96,7 @@ func TestRenewalDuringTheWorkCommits(t *testing.T) {
 			lease := acquire(t, s, id, "o", now)
 			tx := s.Begin(lease)
 			ctx := store.ContextWithTx(t.Context(), tx)
-			stx, err := mysqlstore.BeginTx(ctx, &sql.TxOptions{Isolation: level})
+			stx, err := BeginTx(ctx, &sql.TxOptions{Isolation: level})
 			if err != nil {
 				t.Fatal(err)
 			}
