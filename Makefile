@@ -78,7 +78,7 @@ SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
 
-.PHONY: demo try test lint-unit cli tidy model-all release-check redis-overlay setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
+.PHONY: demo try test cli tidy model-all release-check redis-overlay setup setup-demo check-tools install-dynalite install-dynamodb-local unit lint model model-mutants bench bench-moto fuzz build clean \
 	build-ProcessorFunction build-DlqReplayerFunction \
 	sam-build package publish
 
@@ -109,12 +109,11 @@ cli:
 ## cfn-lint, tmux, the AWS CLI)
 test: setup
 	@# The model's searches (one at a time: CPU-bound, minutes when nothing is
-	@# cached) beside lint and the tests, which leave a core idle while they
-	@# wait on servers; make waits for both and fails if either does.
-	@$(MAKE) --no-print-directory -j2 model-all MODEL_JOBS=1 lint-unit
-
-lint-unit: lint
-	@$(MAKE) --no-print-directory unit
+	@# cached), lint and the tests side by side: the tests leave a core idle
+	@# while they wait on servers, and lint (half a minute even when its
+	@# caches answer) need not hold them back; make waits for all three and
+	@# fails if any does.
+	@$(MAKE) --no-print-directory -j3 model-all MODEL_JOBS=1 lint unit
 
 unit: redis-overlay
 	@# Every package of every module at once, the hermetic tests and those
