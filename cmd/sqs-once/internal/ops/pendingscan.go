@@ -335,33 +335,7 @@ ORDER BY o.expires_at, o.id`, prefix+"#")
 		return nil, 0, err
 	}
 	defer rows.Close()
-	var found []outboxRecord
-	var scanned int64
-	for rows.Next() {
-		var id, status *string
-		var expires *int64
-		if err := rows.Scan(&scanned, &id, &status, &expires); err != nil {
-			return nil, 0, err
-		}
-		if id == nil {
-			continue // no row with an outbox: the count alone
-		}
-		o := outboxRecord{ID: *id}
-		if status != nil {
-			o.Status = store.Status(*status)
-		}
-		if expires != nil && *expires > 0 {
-			o.ExpiresAt = time.Unix(*expires, 0)
-		}
-		found = append(found, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	if progress != nil {
-		progress(int(scanned), len(found))
-	}
-	return found, int(scanned), nil
+	return scanOutboxes(rows, progress)
 }
 
 // mysqlOutboxes selects a MySQL table's rows under the prefix with an
@@ -386,6 +360,21 @@ ORDER BY o.expires_at, o.id`, len(p), p)
 		return nil, 0, err
 	}
 	defer rows.Close()
+	return scanOutboxes(rows, progress)
+}
+
+// sqlRows is what scanOutboxes reads of a query's rows: pgx's pgx.Rows
+// and database/sql's *sql.Rows both have it.
+type sqlRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanOutboxes reads the rows of pgOutboxes' and mysqlOutboxes' statement
+// (the table's row count, then id, status and expires_at of each row with
+// an outbox, or NULLs when there is none).
+func scanOutboxes(rows sqlRows, progress func(scanned, found int)) ([]outboxRecord, int, error) {
 	var found []outboxRecord
 	var scanned int64
 	for rows.Next() {
