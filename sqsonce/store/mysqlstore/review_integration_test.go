@@ -1,0 +1,135 @@
+//go:build integration
+
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store"
+)
+
+// hookedDB opens the test server's database through a connector that
+// calls before with the text of each statement the store executes on it
+// (interpolateParams: every statement is one ExecContext or QueryContext
+// of the connection, none prepared), so that a test can run another
+// client's writes at an exact point of a store's operation, the
+// interleaving that a real race leaves to chance.
+func hookedDB(t testing.TB, before func(query string)) *sql.DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(serverDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = true
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(hookConnector{Connector: c, before: before})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+type hookConnector struct {
+	driver.Connector
+	before func(string)
+}
+
+func (c hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return hookConn{Conn: conn, before: c.before}, nil
+}
+
+type hookConn struct {
+	driver.Conn
+	before func(string)
+}
+
+func (c hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	c.before(q)
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, q, args)
+}
+
+func (c hookConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	c.before(q)
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, q, args)
+}
+
+func (c hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c hookConn) CheckNamedValue(v *driver.NamedValue) error {
+	return c.Conn.(driver.NamedValueChecker).CheckNamedValue(v)
+}
+
+func (c hookConn) ResetSession(ctx context.Context) error {
+	return c.Conn.(driver.SessionResetter).ResetSession(ctx)
+}
+
+// TestAcquireTakeoverIsNotFooledByARecordCreatedAgain: Acquire reads an
+// expired lock and replaces it with a compare-and-set on the row's
+// version; if, between its read and its write, the record is deleted
+// (Sweep, past its retention) and created again by another holder's
+// Acquire, the new row starts at the same version (0), and a
+// compare-and-set on the version alone replaces that other holder's live
+// lock: two holders run the key's work, and the fence moves backwards.
+func TestAcquireTakeoverIsNotFooledByARecordCreatedAgain(t *testing.T) {
+	plain := newDB(t, plainParams)
+	other := newTable(t, plain, "review_aba")
+	ctx := t.Context()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	id := "p#k"
+	// An old lock, never renewed (version 0), long expired: past its
+	// retention, so that Sweep deletes it.
+	if _, err := other.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "old", Now: t0, LockUntil: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(2 * time.Hour)
+	var once sync.Once
+	var b store.Lease
+	var bErr error
+	db := hookedDB(t, func(q string) {
+		if !strings.Contains(q, "version = version + 1 WHERE id") {
+			return
+		}
+		// A has read the old lock and is about to replace it: the sweep
+		// deletes it, and B acquires the key anew.
+		once.Do(func() {
+			if _, err := other.Sweep(ctx, now, 10); err != nil {
+				bErr = err
+				return
+			}
+			b, bErr = other.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "B", Now: now, LockUntil: now.Add(time.Minute)})
+		})
+	})
+	a := New(db, "review_aba")
+	la, errA := a.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "A", Now: now, LockUntil: now.Add(time.Minute)})
+	if bErr != nil {
+		t.Fatalf("B's acquisition: %v", bErr)
+	}
+	if errA == nil {
+		t.Errorf("A acquired (fence %d) over B's live lock (fence %d): two holders of the key", la.Fence, b.Fence)
+	} else if !errors.Is(errA, store.ErrInProgress) {
+		t.Errorf("A: %v; want ErrInProgress (B's live lock)", errA)
+	}
+	rec, err := other.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Owner != "B" || rec.Fence != b.Fence {
+		t.Errorf("the record is %s; want B's lock, fence %d", rec, b.Fence)
+	}
+}
