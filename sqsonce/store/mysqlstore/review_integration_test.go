@@ -133,3 +133,73 @@ func TestAcquireTakeoverIsNotFooledByARecordCreatedAgain(t *testing.T) {
 		t.Errorf("the record is %s; want B's lock, fence %d", rec, b.Fence)
 	}
 }
+
+// TestAcquireRacingInsertsAfterADeleteAreNotUnavailable: acquisitions of
+// one key that wait on a record being deleted (Sweep, Forget, in a
+// transaction that has not committed yet) each insert when it commits;
+// InnoDB then takes one of the INSERTs for a deadlock victim (1213: both
+// hold a shared lock on the deleted record and want to insert), which an
+// autocommit statement rolls back entirely. One acquisition takes the key,
+// every other is refused by its lock (ErrInProgress), not failed as if the
+// store were down.
+func TestAcquireRacingInsertsAfterADeleteAreNotUnavailable(t *testing.T) {
+	db := newDB(t, plainParams)
+	s := newTable(t, db, "review_insert_race")
+	ctx := t.Context()
+	now := time.UnixMilli(1_800_000_000_000)
+	id := "p#k"
+	for round := range 5 {
+		if _, err := s.Acquire(ctx, store.AcquireRequest{ID: id, Owner: "old", Now: now, LockUntil: now.Add(time.Minute)}); err != nil && !errors.Is(err, store.ErrInProgress) {
+			t.Fatal(err)
+		}
+		del, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := del.ExecContext(ctx, "DELETE FROM review_insert_race WHERE id = ?", id); err != nil {
+			t.Fatal(err)
+		}
+		const racers = 3
+		errs := make(chan error, racers)
+		for i := range racers {
+			go func() {
+				at := now.Add(2 * time.Hour)
+				_, err := s.Acquire(ctx, store.AcquireRequest{ID: id, Owner: string(rune('A' + i)), Now: at, LockUntil: at.Add(time.Minute)})
+				errs <- err
+			}()
+		}
+		// Every racer's INSERT waits on the DELETE's lock before it commits.
+		for tries := 0; ; tries++ {
+			var waiting int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `review_insert_race`%'").Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting == racers {
+				break
+			}
+			if tries == 500 {
+				t.Fatalf("round %d: %d of %d acquisitions wait on the delete", round, waiting, racers)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := del.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		won := 0
+		for range racers {
+			switch err := <-errs; {
+			case err == nil:
+				won++
+			case errors.Is(err, store.ErrInProgress):
+			default:
+				t.Errorf("round %d: an acquisition failed: %v; want a lease or ErrInProgress", round, err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("round %d: %d acquisitions took the key; want 1", round, won)
+		}
+		if _, err := db.ExecContext(ctx, "DELETE FROM review_insert_race"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

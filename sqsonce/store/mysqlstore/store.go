@@ -228,7 +228,16 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Le
 			lease.Fence = seed + 1
 			return lease, nil
 		}
-		if code(err) != errDupEntry {
+		switch code(err) {
+		case errDupEntry:
+		case errDeadlock:
+			// INSERTs of one key waiting on its record's DELETE (Sweep,
+			// Forget) each take a shared lock on it and then want to
+			// insert: InnoDB picks all but one for deadlock victims. An
+			// autocommit statement is rolled back whole: insert again,
+			// and find the winner's record.
+			continue
+		default:
 			return store.Lease{}, s.fail("acquire", req.ID, err)
 		}
 		cur, err := s.current(ctx, "acquire", req.ID)
@@ -255,6 +264,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Le
 			fence = rec.Fence + 1
 		}
 		res, err := s.db.ExecContext(ctx, s.q.take, req.Owner, fence, req.LockUntil.UnixMilli(), retain, req.PayloadHash, req.ID, *cur.ver, *cur.owner, *cur.status, *cur.fence)
+		if code(err) == errDeadlock {
+			continue // rolled back whole, as the INSERT's: read again
+		}
 		if err != nil {
 			return store.Lease{}, s.fail("acquire", req.ID, err)
 		}
