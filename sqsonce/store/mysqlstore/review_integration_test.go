@@ -203,3 +203,57 @@ func TestAcquireRacingInsertsAfterADeleteAreNotUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkLockWaitTimeoutSwallowed: a work whose statement timed out
+// waiting for another transaction's lock (1205: InnoDB rolls back that
+// statement alone, here one that had written nothing yet) and that went
+// on commits nothing: a *store.EffectError, the write before the timeout
+// not applied, the lock still the lease's. The work's other writes
+// without the one that failed are a partial effect, which a PostgreSQL
+// transaction (aborted by any failed statement) never commits.
+func TestWorkLockWaitTimeoutSwallowed(t *testing.T) {
+	db := newDB(t, plainParams)
+	s := newTable(t, db, "review_tx_records")
+	e := newEffects(t, db)
+	now := time.Now().Truncate(time.Millisecond)
+	name := "timeout-" + now.String()
+	locked := name + "-locked"
+	if _, err := db.ExecContext(t.Context(), `INSERT INTO counters (name, n) VALUES (?, 0)`, locked); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(t.Context(), `UPDATE counters SET n = n + 1 WHERE name = ?`, locked); err != nil {
+		t.Fatal(err)
+	}
+	tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
+	ctx := store.ContextWithTx(t.Context(), tx)
+	if err := e.Add(t.Context(), tx, name+"-before", false); err != nil {
+		t.Fatal(err)
+	}
+	work, err := Tx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.ExecContext(ctx, `SET SESSION innodb_lock_wait_timeout = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = work.ExecContext(ctx, `UPDATE counters SET n = n + 1 WHERE name = ?`, locked)
+	if code(err) != errLockWaitTimeout {
+		t.Fatalf("the work's UPDATE of the locked row returned %v; want MySQL's lock wait timeout, 1205", err)
+	}
+	// The work swallows the timeout and returns nil.
+	var ee *store.EffectError
+	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.As(err, &ee) {
+		t.Errorf("Commit after the work's lock wait timeout returned %v; want a *store.EffectError", err)
+	}
+	if n := count(t, e, name+"-before"); n != 0 {
+		t.Errorf("the work's write before its timeout is there %d times; want 0", n)
+	}
+	if rec, err := s.Read(t.Context(), "p#"+name); err != nil || rec.Status != store.StatusProcessing {
+		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
+	}
+}
