@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,12 @@ import (
 // client's writes at an exact point of a store's operation, the
 // interleaving that a real race leaves to chance.
 func hookedDB(t testing.TB, before func(query string)) *sql.DB {
+	return hookedCommitDB(t, before, nil)
+}
+
+// hookedCommitDB is hookedDB whose transactions' COMMIT runs through
+// commit (nil: as it is), which may change the answer the store gets.
+func hookedCommitDB(t testing.TB, before func(query string), commit func(do func() error) error) *sql.DB {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(serverDSN)
 	if err != nil {
@@ -34,7 +41,7 @@ func hookedDB(t testing.TB, before func(query string)) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sql.OpenDB(hookConnector{Connector: c, before: before})
+	db := sql.OpenDB(hookConnector{Connector: c, before: before, commit: commit})
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -42,6 +49,7 @@ func hookedDB(t testing.TB, before func(query string)) *sql.DB {
 type hookConnector struct {
 	driver.Connector
 	before func(string)
+	commit func(do func() error) error
 }
 
 func (c hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -49,12 +57,13 @@ func (c hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hookConn{Conn: conn, before: c.before}, nil
+	return hookConn{Conn: conn, before: c.before, commit: c.commit}, nil
 }
 
 type hookConn struct {
 	driver.Conn
 	before func(string)
+	commit func(do func() error) error
 }
 
 func (c hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
@@ -68,7 +77,25 @@ func (c hookConn) QueryContext(ctx context.Context, q string, args []driver.Name
 }
 
 func (c hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return hookTx{Tx: tx, commit: c.commit}, nil
+}
+
+// hookTx runs a transaction's COMMIT through commit, which may change
+// its answer (a nil commit: as it is).
+type hookTx struct {
+	driver.Tx
+	commit func(do func() error) error
+}
+
+func (t hookTx) Commit() error {
+	if t.commit == nil {
+		return t.Tx.Commit()
+	}
+	return t.commit(t.Tx.Commit)
 }
 
 func (c hookConn) CheckNamedValue(v *driver.NamedValue) error {
@@ -255,5 +282,40 @@ func TestWorkLockWaitTimeoutSwallowed(t *testing.T) {
 	}
 	if rec, err := s.Read(t.Context(), "p#"+name); err != nil || rec.Status != store.StatusProcessing {
 		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
+	}
+}
+
+// TestCommitAppliedThenKilledIsSettled: a COMMIT the server applied and
+// then answered with an error that ends the session (the connection
+// killed, the server shutting down: MariaDB's 1927, MySQL's 1317 or 1053
+// for a KILL or a shutdown that lands while COMMIT runs) is not a refusal:
+// only the record tells whether it applied. Taking every error packet for
+// "refused, rolled back" returns ErrNotCommitted for writes that are
+// committed, and the work runs again: a duplicate. Here the COMMIT
+// applies and its answer is replaced by such an error.
+func TestCommitAppliedThenKilledIsSettled(t *testing.T) {
+	for _, n := range []uint16{1927, 1317, 1053} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			db := hookedCommitDB(t, func(string) {}, func(do func() error) error {
+				if err := do(); err != nil {
+					return err
+				}
+				return &mysql.MySQLError{Number: n, Message: "killed after the commit applied"}
+			})
+			s := newTable(t, db, "review_killed_commit")
+			e := newEffects(t, newDB(t, plainParams))
+			now := time.Now().Truncate(time.Millisecond)
+			name := fmt.Sprintf("killed-%d-%s", n, now)
+			tx := s.Begin(acquire(t, s, "p#"+name, "o", now))
+			if err := e.Add(t.Context(), tx, name, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
+				t.Errorf("Commit of an applied COMMIT answered %d: %v; want nil (the record is COMPLETED by the lease)", n, err)
+			}
+			if c := count(t, e, name); c != 1 {
+				t.Fatalf("the work's write is there %d times; want 1 (the COMMIT applied)", c)
+			}
+		})
 	}
 }

@@ -219,7 +219,9 @@ func (t *transaction) Empty() bool {
 // leaves it unsettled, and the next Commit reads again. A completion or
 // COMMIT refused for a constraint (1062, 1452, 3819, …) is a
 // *store.EffectError wrapping the *mysql.MySQLError; a deadlock or lock
-// wait timeout (1213, 1205) is store.ErrNotCommitted.
+// wait timeout (1213, 1205) is store.ErrNotCommitted; any other error
+// answering the COMMIT (the session killed, the server shutting down) is
+// settled as a lost answer, since the COMMIT may have applied.
 func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -268,13 +270,25 @@ func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	}
 	var my *mysql.MySQLError
 	switch {
-	case errors.As(err, &my):
-		// The server refused the COMMIT and said so: rolled back.
+	case errors.As(err, &my) && (effect(my.Number) || retryable(my.Number)):
+		// The server refused the COMMIT for a constraint, a deadlock
+		// or a lock wait, and said so: rolled back.
 		t.state = txEnded
 		if effect(my.Number) {
 			return &store.EffectError{ID: t.lease.ID, Err: err}
 		}
 		return fmt.Errorf("commit %q: %w: %w", t.lease.ID, store.ErrNotCommitted, t.s.fail("commit", t.lease.ID, err))
+	case errors.As(err, &my):
+		// Another error packet does not say the COMMIT was refused: the
+		// session killed or the server shutting down while COMMIT ran
+		// (1927, 1317, 1053, …) may answer a COMMIT that applied, as
+		// PostgreSQL's FATAL may (pgstore settles those too). The
+		// record tells.
+		t.state = txUnsettled
+		if err := t.settle(ctx); err != nil {
+			return fmt.Errorf("%w (COMMIT was answered: %v)", err, my)
+		}
+		return nil
 	case errors.Is(err, sql.ErrTxDone):
 		t.state = txEnded
 		return fmt.Errorf("commit %q: %w: the work's transaction was ended before sqsonce committed it (the work must not call its Commit or Rollback): %w", t.lease.ID, store.ErrNotCommitted, err)
