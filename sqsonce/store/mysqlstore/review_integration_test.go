@@ -25,12 +25,13 @@ import (
 // client's writes at an exact point of a store's operation, the
 // interleaving that a real race leaves to chance.
 func hookedDB(t testing.TB, before func(query string)) *sql.DB {
-	return hookedCommitDB(t, before, nil)
+	return hookedEndDB(t, before, nil)
 }
 
-// hookedCommitDB is hookedDB whose transactions' COMMIT runs through
-// commit (nil: as it is), which may change the answer the store gets.
-func hookedCommitDB(t testing.TB, before func(query string), commit func(do func() error) error) *sql.DB {
+// hookedEndDB is hookedDB whose transactions' COMMIT and ROLLBACK run
+// through end (nil: as they are), which may change the answer the store
+// gets.
+func hookedEndDB(t testing.TB, before func(query string), end func(op string, do func() error) error) *sql.DB {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(serverDSN)
 	if err != nil {
@@ -41,7 +42,7 @@ func hookedCommitDB(t testing.TB, before func(query string), commit func(do func
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sql.OpenDB(hookConnector{Connector: c, before: before, commit: commit})
+	db := sql.OpenDB(hookConnector{Connector: c, before: before, end: end})
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -49,7 +50,7 @@ func hookedCommitDB(t testing.TB, before func(query string), commit func(do func
 type hookConnector struct {
 	driver.Connector
 	before func(string)
-	commit func(do func() error) error
+	end    func(op string, do func() error) error
 }
 
 func (c hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -57,13 +58,13 @@ func (c hookConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hookConn{Conn: conn, before: c.before, commit: c.commit}, nil
+	return hookConn{Conn: conn, before: c.before, end: c.end}, nil
 }
 
 type hookConn struct {
 	driver.Conn
 	before func(string)
-	commit func(do func() error) error
+	end    func(op string, do func() error) error
 }
 
 func (c hookConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
@@ -81,21 +82,29 @@ func (c hookConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx
 	if err != nil {
 		return nil, err
 	}
-	return hookTx{Tx: tx, commit: c.commit}, nil
+	return hookTx{Tx: tx, end: c.end}, nil
 }
 
-// hookTx runs a transaction's COMMIT through commit, which may change
-// its answer (a nil commit: as it is).
+// hookTx runs a transaction's COMMIT and ROLLBACK through end (op is
+// "COMMIT" or "ROLLBACK"; do runs it), which may change the answer, or
+// answer without running it (a nil end: as they are).
 type hookTx struct {
 	driver.Tx
-	commit func(do func() error) error
+	end func(op string, do func() error) error
 }
 
 func (t hookTx) Commit() error {
-	if t.commit == nil {
+	if t.end == nil {
 		return t.Tx.Commit()
 	}
-	return t.commit(t.Tx.Commit)
+	return t.end("COMMIT", t.Tx.Commit)
+}
+
+func (t hookTx) Rollback() error {
+	if t.end == nil {
+		return t.Tx.Rollback()
+	}
+	return t.end("ROLLBACK", t.Tx.Rollback)
 }
 
 func (c hookConn) CheckNamedValue(v *driver.NamedValue) error {
@@ -296,8 +305,8 @@ func TestWorkLockWaitTimeoutSwallowed(t *testing.T) {
 func TestCommitAppliedThenKilledIsSettled(t *testing.T) {
 	for _, n := range []uint16{1927, 1317, 1053} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			db := hookedCommitDB(t, func(string) {}, func(do func() error) error {
-				if err := do(); err != nil {
+			db := hookedEndDB(t, func(string) {}, func(op string, do func() error) error {
+				if err := do(); err != nil || op != "COMMIT" {
 					return err
 				}
 				return &mysql.MySQLError{Number: n, Message: "killed after the commit applied"}
@@ -315,6 +324,52 @@ func TestCommitAppliedThenKilledIsSettled(t *testing.T) {
 			}
 			if c := count(t, e, name); c != 1 {
 				t.Fatalf("the work's write is there %d times; want 1 (the COMMIT applied)", c)
+			}
+		})
+	}
+}
+
+// TestFailedRollbackDiscardsTheConnection: a transaction whose ROLLBACK
+// failed may still be open on its session, its writes uncommitted; the
+// "SET SESSION autocommit = 1" the store runs to give the connection back
+// commits an open transaction, so the work's writes would apply after
+// Commit or Rollback said nothing was (and the key's next run applies
+// them again). A connection whose transaction is not known to have ended
+// is closed, never set back and reused. Here the ROLLBACK fails on a live
+// connection without running: once after a lost lock (Commit's
+// completion matches no row), once for a work that failed (Rollback).
+func TestFailedRollbackDiscardsTheConnection(t *testing.T) {
+	for _, path := range []string{"lost lock", "work failed"} {
+		t.Run(path, func(t *testing.T) {
+			db := hookedEndDB(t, func(string) {}, func(op string, do func() error) error {
+				if op == "ROLLBACK" {
+					return errors.New("the ROLLBACK's answer: an error, the transaction left open")
+				}
+				return do()
+			})
+			s := newTable(t, db, "review_failed_rollback")
+			e := newEffects(t, newDB(t, plainParams))
+			now := time.Now().Truncate(time.Millisecond)
+			name := "rollback-" + path + "-" + now.String()
+			lease := acquire(t, s, "p#"+name, "o", now)
+			tx := s.Begin(lease)
+			if err := e.Add(t.Context(), tx, name, false); err != nil {
+				t.Fatal(err)
+			}
+			switch path {
+			case "lost lock":
+				later := lease.LockExpiresAt.Add(time.Second)
+				if _, err := s.Acquire(t.Context(), store.AcquireRequest{ID: "p#" + name, Owner: "new", Now: later, LockUntil: later.Add(time.Minute)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.Is(err, store.ErrLockLost) {
+					t.Fatalf("Commit after a takeover: %v; want ErrLockLost", err)
+				}
+			case "work failed":
+				_ = tx.Rollback(t.Context())
+			}
+			if c := count(t, e, name); c != 0 {
+				t.Errorf("the work's write is there %d times after the store said nothing was applied; want 0", c)
 			}
 		})
 	}

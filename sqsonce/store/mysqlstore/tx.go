@@ -173,8 +173,7 @@ func (t *transaction) begin(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, 
 			n, err = handlerRollbacks(ctx, tx)
 		}
 		if err != nil {
-			_ = tx.Rollback()
-			t.release(ctx)
+			_ = t.rollback(ctx, tx)
 			return nil, t.s.fail("begin", t.lease.ID, err)
 		}
 		t.tx, t.opts, t.rollbacks = tx, o, n
@@ -263,11 +262,14 @@ func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 		return t.lost(ctx)
 	}
 	err = t.tx.Commit()
-	t.release(ctx)
 	if err == nil {
+		t.release(ctx)
 		t.state = txCommitted
 		return nil
 	}
+	// Whatever the error, the session's transaction is not known to
+	// have ended: the connection is closed, not set back.
+	t.discard()
 	var my *mysql.MySQLError
 	switch {
 	case errors.As(err, &my) && (effect(my.Number) || retryable(my.Number)):
@@ -317,8 +319,35 @@ func (t *transaction) notApplied(ctx context.Context, err error) error {
 // end rolls the transaction back, its outcome known: nothing applied.
 func (t *transaction) end(ctx context.Context) {
 	t.state = txEnded
-	_ = t.tx.Rollback() // a connection gone has rolled it back already
+	_ = t.rollback(ctx, t.tx)
+}
+
+// rollback rolls tx (the transaction's) back and gives its connection
+// back, or closes it when the ROLLBACK failed (a connection gone has
+// rolled it back already; a live one may still hold it open); it returns
+// the ROLLBACK's error.
+func (t *transaction) rollback(ctx context.Context, tx *sql.Tx) error {
+	err := tx.Rollback()
+	if err != nil && !errors.Is(err, sql.ErrTxDone) {
+		t.discard()
+		return err
+	}
 	t.release(ctx)
+	return nil
+}
+
+// discard closes the transaction's connection without setting its
+// session back: its transaction is not known to have ended, and
+// "SET SESSION autocommit = 1" commits a transaction still open, the
+// work's writes after the store said they were not applied. The server
+// rolls back the transaction of a connection closed.
+func (t *transaction) discard() {
+	if t.conn == nil {
+		return
+	}
+	_ = t.conn.Raw(func(any) error { return driver.ErrBadConn }) // closes it
+	t.conn.Close()
+	t.conn = nil
 }
 
 // release gives the transaction's connection back to the pool, its
@@ -378,9 +407,7 @@ func (t *transaction) Rollback(ctx context.Context) error {
 	if t.tx == nil {
 		return nil
 	}
-	err := t.tx.Rollback()
-	t.release(ctx)
-	if err != nil && !errors.Is(err, sql.ErrTxDone) {
+	if err := t.rollback(ctx, t.tx); err != nil {
 		return t.s.fail("rollback", t.lease.ID, err)
 	}
 	return nil
