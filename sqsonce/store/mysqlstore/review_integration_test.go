@@ -374,3 +374,28 @@ func TestFailedRollbackDiscardsTheConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestAutocommitOffDSNIsMisconfigured: a DSN that turns autocommit off
+// (the driver sets any parameter it does not know as a session variable:
+// "?autocommit=0") leaves every statement of the pool's in a transaction
+// nothing commits: an acquisition that no other process sees (a second
+// holder runs the key's work) and that is rolled back when the
+// connection closes. The store's statements rely on each being its own
+// transaction; Check says so, with the fix, rather than passing.
+func TestAutocommitOffDSNIsMisconfigured(t *testing.T) {
+	plain := newDB(t, plainParams)
+	newTable(t, plain, "review_autocommit")
+	off := newDB(t, "autocommit=0")
+	s := New(off, "review_autocommit")
+	now := time.Now()
+	if _, err := s.Acquire(t.Context(), store.AcquireRequest{ID: "p#k", Owner: "A", Now: now, LockUntil: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(plain, "review_autocommit").Read(t.Context(), "p#k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another connection reads the lock (%v): the DSN's autocommit=0 did not take", err)
+	}
+	err := s.Check(t.Context())
+	if !errors.Is(err, store.ErrMisconfigured) || !strings.Contains(err.Error(), "autocommit") {
+		t.Errorf("Check on a DSN with autocommit off: %v; want ErrMisconfigured naming autocommit", err)
+	}
+}
