@@ -207,7 +207,7 @@ func TestAcquireRacingInsertsAfterADeleteAreNotUnavailable(t *testing.T) {
 		// Every racer's INSERT waits on the DELETE's lock before it commits.
 		for tries := 0; ; tries++ {
 			var waiting int
-			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO `review_insert_race`%'").Scan(&waiting); err != nil {
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE 'INSERT INTO `review_insert_race`%'").Scan(&waiting); err != nil {
 				t.Fatal(err)
 			}
 			if waiting == racers {
@@ -397,5 +397,58 @@ func TestAutocommitOffDSNIsMisconfigured(t *testing.T) {
 	err := s.Check(t.Context())
 	if !errors.Is(err, store.ErrMisconfigured) || !strings.Contains(err.Error(), "autocommit") {
 		t.Errorf("Check on a DSN with autocommit off: %v; want ErrMisconfigured naming autocommit", err)
+	}
+}
+
+// TestSettleWaitsForACommitInFlight: after a COMMIT whose answer was lost
+// the settle reads the record on another connection, while the server may
+// still be applying that COMMIT (its session alive, the record's row
+// locked by the completion's UPDATE). The read must wait for it: a plain
+// read (a consistent read, which takes no lock) returns the record as it
+// was, still the lease's lock, and Commit would say "not committed" of a
+// COMMIT that then applies, and the work would run again. Here the
+// in-flight COMMIT is a transaction of the test's own holding the
+// completion; the lease's transaction is left unsettled, as after a lost
+// answer.
+func TestSettleWaitsForACommitInFlight(t *testing.T) {
+	db := newDB(t, plainParams)
+	s := newTable(t, db, "review_settle")
+	now := time.Now().Truncate(time.Millisecond)
+	lease := acquire(t, s, "p#k", "o", now)
+	inflight, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inflight.Rollback()
+	if _, err := inflight.ExecContext(t.Context(), s.q.completeTx, now.Add(time.Hour).Unix(), nil, nil, lease.ID, lease.Owner, lease.Fence); err != nil {
+		t.Fatal(err)
+	}
+	tx := &transaction{s: s, lease: lease, state: txUnsettled}
+	settled := make(chan error, 1)
+	go func() { settled <- tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}) }()
+	// The settle's read is under way, waiting (or it has answered).
+	for tries := 0; ; tries++ {
+		var waiting int
+		if err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE 'SELECT % FROM `review_settle`%'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 1 || len(settled) == 1 {
+			break
+		}
+		if tries == 500 {
+			t.Fatal("the settle's read never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-settled:
+		t.Fatalf("the settle answered %v while the COMMIT was in flight; want it to wait for it", err)
+	default:
+	}
+	if err := inflight.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-settled; err != nil {
+		t.Errorf("settle after the COMMIT applied: %v; want nil", err)
 	}
 }
