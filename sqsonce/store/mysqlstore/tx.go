@@ -42,7 +42,10 @@ var ErrNoTx = errors.New("mysqlstore: the context carries no transaction of a my
 // duplicate is expected, write INSERT … ON DUPLICATE KEY UPDATE or INSERT
 // IGNORE, which do not fail. The store tells a failed statement by the
 // session's Handler_rollback, which it reads when the transaction begins
-// and before the completion.
+// and before the completion. A statement refused before it reached a
+// table (a syntax error, a missing table or column) wrote nothing and
+// moves no count: the store does not see it, and a work that swallowed
+// its error commits its other writes. Return every error.
 //
 // Once the work has returned, Tx fails with an error matching
 // store.ErrTxEnded. A *sql.Tx is database/sql's own type, which the store
