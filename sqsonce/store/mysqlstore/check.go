@@ -27,9 +27,10 @@ var columns = []struct {
 // relies on: MyISAM has none), has the store's columns with their types
 // (the key VARBINARY, compared byte for byte), its primary key is (id)
 // alone, and no other column refuses a row the store writes (NOT NULL
-// without a default); then it runs a statement of each kind the store
-// runs, matching no row, to verify that the user may select, insert,
-// update and delete in it. A missing or different table matches
+// without a default); that the sessions run with autocommit on (each of
+// the store's statements its own transaction); then it runs a statement
+// of each kind the store runs, matching no row, to verify that the user
+// may select, insert, update and delete in it. A missing or different table matches
 // store.ErrMisconfigured and says the SQL that fixes it; a database that
 // does not answer matches store.ErrUnavailable.
 func (s *Store) Check(ctx context.Context) error {
@@ -130,7 +131,27 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = `+schema+` AND TABLE_NAME =
 	if len(problems) > 0 {
 		return fmt.Errorf("mysqlstore: %w: the table %s is not the store's: %s; the store's table is:\n%s", store.ErrMisconfigured, s.t, strings.Join(problems, "; "), TableDDL(s.name))
 	}
+	if err := s.checkAutocommit(ctx); err != nil {
+		return err
+	}
 	return s.checkPrivileges(ctx)
+}
+
+// checkAutocommit verifies that the pool's sessions commit each statement:
+// the store's statements on the pool are each their own transaction. With
+// autocommit off (a DSN's autocommit=0, which the driver sets as a
+// session variable, or the server's default) an acquisition is never
+// committed: no other process sees the lock, and the connection's close
+// rolls it back.
+func (s *Store) checkAutocommit(ctx context.Context) error {
+	var on int64
+	if err := s.db.QueryRowContext(ctx, `SELECT @@SESSION.autocommit`).Scan(&on); err != nil {
+		return s.fail("check", s.name, err)
+	}
+	if on == 0 {
+		return fmt.Errorf("mysqlstore: %w: the database's sessions run with autocommit off, so the store's writes on the pool (each one statement, committed at once) are never committed and no other process sees a lock: remove autocommit=0 from the DSN, or set the server's autocommit (or init_connect) back to on", store.ErrMisconfigured)
+	}
+	return nil
 }
 
 // checkPrivileges runs a statement of each kind the store runs on the

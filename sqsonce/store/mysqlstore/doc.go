@@ -8,8 +8,9 @@
 // (an INSERT, or an UPDATE or DELETE … WHERE), under the DynamoDB store's
 // conditions; a refusal reads the record to say what refused it, and an
 // Acquire of a key that has a record reads it and writes it back only if
-// it is still that version (a compare-and-set). A new key costs an INSERT
-// and an UPDATE, a duplicate a failed INSERT and a read. The table is
+// it is still that record (a compare-and-set). A new key costs an INSERT,
+// a duplicate a failed INSERT and a read, a record taken over (released,
+// expired) a failed INSERT, a read and an UPDATE. The table is
 // TableDDL's (CreateTable applies it); Check verifies its engine, columns,
 // types, primary key and privileges. MySQL has no TTL: Sweep deletes the
 // records past their ExpiresAt, which Acquire and Read already treat as

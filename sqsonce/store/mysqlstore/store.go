@@ -141,8 +141,13 @@ func newQueries(t string, bump bool) queries {
 		// the result nor the outbox of the record it replaces: those were
 		// its completion's.
 		// (The version moves on here in every case: it is the
-		// compare-and-set's token.)
-		take:     `UPDATE ` + t + ` SET status = 'PROCESSING', owner = ?, fence = ?, lock_expires_at = ?, expires_at = ?, payload_hash = ?, result = NULL, outbox = NULL, version = version + 1 WHERE id = ? AND version = ?`,
+		// compare-and-set's token.) The version alone does not name the
+		// record read: one deleted (Sweep, Forget) and created again
+		// between the read and the UPDATE starts at version 0 again, and
+		// may reach the old one's by its renewals; its owner, status and
+		// fence are those of another acquisition (owners are unique), so
+		// the UPDATE matches the very record read, or none.
+		take:     `UPDATE ` + t + ` SET status = 'PROCESSING', owner = ?, fence = ?, lock_expires_at = ?, expires_at = ?, payload_hash = ?, result = NULL, outbox = NULL, version = version + 1 WHERE id = ? AND version = ? AND owner = ? AND status = ? AND fence = ?`,
 		renew:    `UPDATE ` + t + ` SET lock_expires_at = ?, expires_at = ?` + b + ` WHERE id = ? AND owner = ? AND status = 'PROCESSING'`,
 		complete: `UPDATE ` + t + ` SET status = 'COMPLETED', expires_at = ?, lock_expires_at = NULL, result = ?, outbox = ?` + b + ` WHERE id = ? AND owner = ?`,
 		release:  `UPDATE ` + t + ` SET status = 'RELEASED', lock_expires_at = 0, expires_at = ?` + b + ` WHERE id = ? AND owner = ? AND status = 'PROCESSING'`,
@@ -223,7 +228,16 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Le
 			lease.Fence = seed + 1
 			return lease, nil
 		}
-		if code(err) != errDupEntry {
+		switch code(err) {
+		case errDupEntry:
+		case errDeadlock:
+			// INSERTs of one key waiting on its record's DELETE (Sweep,
+			// Forget) each take a shared lock on it and then want to
+			// insert: InnoDB picks all but one for deadlock victims. An
+			// autocommit statement is rolled back whole: insert again,
+			// and find the winner's record.
+			continue
+		default:
 			return store.Lease{}, s.fail("acquire", req.ID, err)
 		}
 		cur, err := s.current(ctx, "acquire", req.ID)
@@ -249,7 +263,10 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Le
 		if rec.Fence > 0 {
 			fence = rec.Fence + 1
 		}
-		res, err := s.db.ExecContext(ctx, s.q.take, req.Owner, fence, req.LockUntil.UnixMilli(), retain, req.PayloadHash, req.ID, *cur.ver)
+		res, err := s.db.ExecContext(ctx, s.q.take, req.Owner, fence, req.LockUntil.UnixMilli(), retain, req.PayloadHash, req.ID, *cur.ver, *cur.owner, *cur.status, *cur.fence)
+		if code(err) == errDeadlock {
+			continue // rolled back whole, as the INSERT's: read again
+		}
 		if err != nil {
 			return store.Lease{}, s.fail("acquire", req.ID, err)
 		}

@@ -42,7 +42,10 @@ var ErrNoTx = errors.New("mysqlstore: the context carries no transaction of a my
 // duplicate is expected, write INSERT … ON DUPLICATE KEY UPDATE or INSERT
 // IGNORE, which do not fail. The store tells a failed statement by the
 // session's Handler_rollback, which it reads when the transaction begins
-// and before the completion.
+// and before the completion. A statement refused before it reached a
+// table (a syntax error, a missing table or column) wrote nothing and
+// moves no count: the store does not see it, and a work that swallowed
+// its error commits its other writes. Return every error.
 //
 // Once the work has returned, Tx fails with an error matching
 // store.ErrTxEnded. A *sql.Tx is database/sql's own type, which the store
@@ -173,8 +176,7 @@ func (t *transaction) begin(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, 
 			n, err = handlerRollbacks(ctx, tx)
 		}
 		if err != nil {
-			_ = tx.Rollback()
-			t.release(ctx)
+			_ = t.rollback(ctx, tx)
 			return nil, t.s.fail("begin", t.lease.ID, err)
 		}
 		t.tx, t.opts, t.rollbacks = tx, o, n
@@ -219,7 +221,9 @@ func (t *transaction) Empty() bool {
 // leaves it unsettled, and the next Commit reads again. A completion or
 // COMMIT refused for a constraint (1062, 1452, 3819, …) is a
 // *store.EffectError wrapping the *mysql.MySQLError; a deadlock or lock
-// wait timeout (1213, 1205) is store.ErrNotCommitted.
+// wait timeout (1213, 1205) is store.ErrNotCommitted; any other error
+// answering the COMMIT (the session killed, the server shutting down) is
+// settled as a lost answer, since the COMMIT may have applied.
 func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -261,20 +265,35 @@ func (t *transaction) Commit(ctx context.Context, c store.Completion) error {
 		return t.lost(ctx)
 	}
 	err = t.tx.Commit()
-	t.release(ctx)
 	if err == nil {
+		t.release(ctx)
 		t.state = txCommitted
 		return nil
 	}
+	// Whatever the error, the session's transaction is not known to
+	// have ended: the connection is closed, not set back.
+	t.discard()
 	var my *mysql.MySQLError
 	switch {
-	case errors.As(err, &my):
-		// The server refused the COMMIT and said so: rolled back.
+	case errors.As(err, &my) && (effect(my.Number) || retryable(my.Number)):
+		// The server refused the COMMIT for a constraint, a deadlock
+		// or a lock wait, and said so: rolled back.
 		t.state = txEnded
 		if effect(my.Number) {
 			return &store.EffectError{ID: t.lease.ID, Err: err}
 		}
 		return fmt.Errorf("commit %q: %w: %w", t.lease.ID, store.ErrNotCommitted, t.s.fail("commit", t.lease.ID, err))
+	case errors.As(err, &my):
+		// Another error packet does not say the COMMIT was refused: the
+		// session killed or the server shutting down while COMMIT ran
+		// (1927, 1317, 1053, …) may answer a COMMIT that applied, as
+		// PostgreSQL's FATAL may (pgstore settles those too). The
+		// record tells.
+		t.state = txUnsettled
+		if err := t.settle(ctx); err != nil {
+			return fmt.Errorf("%w (COMMIT was answered: %v)", err, my)
+		}
+		return nil
 	case errors.Is(err, sql.ErrTxDone):
 		t.state = txEnded
 		return fmt.Errorf("commit %q: %w: the work's transaction was ended before sqsonce committed it (the work must not call its Commit or Rollback): %w", t.lease.ID, store.ErrNotCommitted, err)
@@ -303,8 +322,35 @@ func (t *transaction) notApplied(ctx context.Context, err error) error {
 // end rolls the transaction back, its outcome known: nothing applied.
 func (t *transaction) end(ctx context.Context) {
 	t.state = txEnded
-	_ = t.tx.Rollback() // a connection gone has rolled it back already
+	_ = t.rollback(ctx, t.tx)
+}
+
+// rollback rolls tx (the transaction's) back and gives its connection
+// back, or closes it when the ROLLBACK failed (a connection gone has
+// rolled it back already; a live one may still hold it open); it returns
+// the ROLLBACK's error.
+func (t *transaction) rollback(ctx context.Context, tx *sql.Tx) error {
+	err := tx.Rollback()
+	if err != nil && !errors.Is(err, sql.ErrTxDone) {
+		t.discard()
+		return err
+	}
 	t.release(ctx)
+	return nil
+}
+
+// discard closes the transaction's connection without setting its
+// session back: its transaction is not known to have ended, and
+// "SET SESSION autocommit = 1" commits a transaction still open, the
+// work's writes after the store said they were not applied. The server
+// rolls back the transaction of a connection closed.
+func (t *transaction) discard() {
+	if t.conn == nil {
+		return
+	}
+	_ = t.conn.Raw(func(any) error { return driver.ErrBadConn }) // closes it
+	t.conn.Close()
+	t.conn = nil
 }
 
 // release gives the transaction's connection back to the pool, its
@@ -364,9 +410,7 @@ func (t *transaction) Rollback(ctx context.Context) error {
 	if t.tx == nil {
 		return nil
 	}
-	err := t.tx.Rollback()
-	t.release(ctx)
-	if err != nil && !errors.Is(err, sql.ErrTxDone) {
+	if err := t.rollback(ctx, t.tx); err != nil {
 		return t.s.fail("rollback", t.lease.ID, err)
 	}
 	return nil
