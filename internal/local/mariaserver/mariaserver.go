@@ -103,11 +103,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	// mariadbd refuses root.
-	cred, err := proc.RunAs("mysql", "mariadbd", "install MariaDB with `"+InstallCommand+"`, which creates it")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := proc.TempDir("mariaserver-", cred)
+	dir, cred, err := proc.ServerDir("mariaserver-", "mysql", "mariadbd", "install MariaDB with `"+InstallCommand+"`, which creates it")
 	if err != nil {
 		return nil, err
 	}

@@ -75,11 +75,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	// initdb and postgres refuse root.
-	cred, err := proc.RunAs("postgres", "initdb and postgres", "install PostgreSQL with `"+InstallCommand+"`, which creates it")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := proc.TempDir("pgserver-", cred)
+	dir, cred, err := proc.ServerDir("pgserver-", "postgres", "initdb and postgres", "install PostgreSQL with `"+InstallCommand+"`, which creates it")
 	if err != nil {
 		return nil, err
 	}

@@ -16,11 +16,23 @@ import (
 	"time"
 )
 
-// RunAs is the credential to run a server's programs with: the system
-// user name's when this process is root (PostgreSQL and MariaDB refuse
-// root), nil otherwise. programs names them and remedy says how to get
-// the user, for the error when it does not exist.
-func RunAs(name, programs, remedy string) (*syscall.Credential, error) {
+// ServerDir makes a new temporary directory for a server, named as
+// os.MkdirTemp's pattern, and returns it with the credential to run the
+// server's programs with: the system user name's when this process is
+// root (PostgreSQL and MariaDB refuse root), who then owns the directory,
+// nil otherwise. programs names them and remedy says how to get the user,
+// for the error when it does not exist.
+func ServerDir(pattern, name, programs, remedy string) (string, *syscall.Credential, error) {
+	cred, err := runAs(name, programs, remedy)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := tempDir(pattern, cred)
+	return dir, cred, err
+}
+
+// runAs is name's credential when this process is root, nil otherwise.
+func runAs(name, programs, remedy string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -42,11 +54,11 @@ func credential(name, programs, remedy string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// TempDir makes a new temporary directory, named as os.MkdirTemp's
+// tempDir makes a new temporary directory, named as os.MkdirTemp's
 // pattern, and gives it to cred's user when cred is not nil: the server
 // writes its data there as that user, and it stays 0700, the server's
 // alone (and root's).
-func TempDir(pattern string, cred *syscall.Credential) (string, error) {
+func tempDir(pattern string, cred *syscall.Credential) (string, error) {
 	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,28 +40,29 @@ func TestRunAsNamesTheRemedy(t *testing.T) {
 	if err != nil || cred == nil || cred.Uid != 0 || cred.Gid != 0 {
 		t.Errorf("credential(root) = %+v, %v; want uid 0, gid 0", cred, err)
 	}
-	cred, err = RunAs("root", "serverd", "")
-	if root := os.Geteuid() == 0; err != nil || (cred != nil) != root {
-		t.Errorf("RunAs as euid %d = %+v, %v; want a credential only as root", os.Geteuid(), cred, err)
-	}
 }
 
-func TestTempDirIsTheUsers(t *testing.T) {
-	cred, err := credential("root", "serverd", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() != 0 {
-		cred = nil // only root may give a directory away
-	}
-	dir, err := TempDir("proc-test-", cred)
+// TestServerDirIsTheUsers: as root, the directory is the named user's
+// and the credential its ids; otherwise no credential (this process's).
+func TestServerDirIsTheUsers(t *testing.T) {
+	dir, cred, err := ServerDir("proc-test-", "nobody", "serverd", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() || !strings.HasPrefix(filepath.Base(dir), "proc-test-") || fi.Mode().Perm() != 0o700 {
-		t.Errorf("TempDir made %s: %v, %v; want a 0700 directory named proc-test-*", dir, fi, err)
+		t.Fatalf("ServerDir made %s: %v, %v; want a 0700 directory named proc-test-*", dir, fi, err)
+	}
+	if os.Geteuid() != 0 {
+		if cred != nil {
+			t.Errorf("ServerDir not as root returned %+v; want no credential", cred)
+		}
+		return
+	}
+	owner := fi.Sys().(*syscall.Stat_t)
+	if cred == nil || cred.Uid == 0 || owner.Uid != cred.Uid || owner.Gid != cred.Gid {
+		t.Errorf("ServerDir as root: credential %+v, directory owned by %d:%d; want nobody's, owning it", cred, owner.Uid, owner.Gid)
 	}
 }
 

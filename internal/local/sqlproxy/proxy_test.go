@@ -54,66 +54,58 @@ func (lines) EndsAnswer(msg []byte) bool {
 	return bytes.HasPrefix(msg, []byte("OK")) || bytes.HasPrefix(msg, []byte("ERR"))
 }
 
-// fakeServer greets each connection with HELLO and answers each line
-// with a NOTICE then OK: an answer of two messages, of which the proxy
-// must swallow both. It sends each COMMIT it receives on commits and one
-// value on ends as a connection ends. With hold set, it answers a COMMIT
+// upstream greets each connection with HELLO and answers each line with
+// a NOTICE then OK: an answer of two messages, of which the proxy must
+// swallow both. It sends each COMMIT it receives on commits and one value
+// on ends as a connection ends. With hold not nil, it answers a COMMIT
 // only once hold is closed.
-type fakeServer struct {
+type upstream struct {
 	addr          string
 	commits, ends chan struct{}
 	hold          chan struct{}
 }
 
-func newFakeServer(t *testing.T) *fakeServer {
+// startUpstream listens on a loopback port until t ends.
+func startUpstream(t *testing.T, hold chan struct{}) *upstream {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	f := &fakeServer{addr: l.Addr().String(), commits: make(chan struct{}, 8), ends: make(chan struct{}, 8)}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go f.answer(c)
-		}
-	}()
-	return f
+	u := &upstream{addr: l.Addr().String(), commits: make(chan struct{}, 8), ends: make(chan struct{}, 8), hold: hold}
+	go u.accept(l)
+	return u
 }
 
-func (f *fakeServer) answer(c net.Conn) {
-	defer func() { f.ends <- struct{}{} }()
-	defer c.Close()
-	if _, err := io.WriteString(c, "HELLO\n"); err != nil {
-		return
+func (u *upstream) accept(l net.Listener) {
+	for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+		go u.session(c)
 	}
-	r := bufio.NewReader(c)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
+}
+
+func (u *upstream) session(c net.Conn) {
+	defer func() { u.ends <- struct{}{} }()
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	for line := "HELLO"; ; line = "NOTICE " + sc.Text() + "\nOK" {
+		if _, err := io.WriteString(c, line+"\n"); err != nil || !sc.Scan() {
 			return
 		}
-		if line == "COMMIT\n" {
-			f.commits <- struct{}{}
-			if f.hold != nil {
-				<-f.hold
+		if sc.Text() == "COMMIT" {
+			u.commits <- struct{}{}
+			if u.hold != nil {
+				<-u.hold
 			}
-		}
-		if _, err := io.WriteString(c, "NOTICE "+line+"OK\n"); err != nil {
-			return
 		}
 	}
 }
 
 // waitEnd waits, bounded, for a connection to the server to end.
-func (f *fakeServer) waitEnd(t *testing.T) {
+func (u *upstream) waitEnd(t *testing.T) {
 	t.Helper()
 	select {
-	case <-f.ends:
+	case <-u.ends:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server's connection did not end within 10 s")
 	}
@@ -165,7 +157,7 @@ func (cl *client) roundTrip(line string) (string, error) {
 // TestProxyForwards: with no fault armed, the greeting reaches the client
 // as the protocol rewrites it, and every message both ways, a COMMIT too.
 func TestProxyForwards(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	c, g := dial(t, p.Addr)
 	if g != "HELLO via proxy\n" {
@@ -186,8 +178,8 @@ func TestProxyForwards(t *testing.T) {
 // server has answered: a store that then reads the record must find the
 // commit applied.
 func TestLoseCommitAnswer(t *testing.T) {
-	f := newFakeServer(t)
-	f.hold = make(chan struct{})
+	hold := make(chan struct{})
+	f := startUpstream(t, hold)
 	p := New(t, f.addr, lines{})
 	c, _ := dial(t, p.Addr)
 	p.Arm(LoseCommitAnswer)
@@ -212,7 +204,7 @@ func TestLoseCommitAnswer(t *testing.T) {
 		t.Fatalf("the client's read ended (%v) before the server answered the COMMIT", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	close(f.hold)
+	close(hold)
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +221,7 @@ func TestLoseCommitAnswer(t *testing.T) {
 
 // TestDropBeforeCommit: the server's connection ends without the COMMIT.
 func TestDropBeforeCommit(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	c, _ := dial(t, p.Addr)
 	p.Arm(DropBeforeCommit)
@@ -245,7 +237,7 @@ func TestDropBeforeCommit(t *testing.T) {
 // TestFaultsApplyInOrder: each Arm is one COMMIT's fault, in order, on
 // any connection; other messages take none.
 func TestFaultsApplyInOrder(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	p.Arm(DropBeforeCommit)
 	p.Arm(LoseCommitAnswer)
@@ -270,7 +262,7 @@ func TestFaultsApplyInOrder(t *testing.T) {
 // TestCrashAndRecover: LoseCommitAnswerAndCrash loses the answer, then
 // the proxy drops every connection and refuses new ones until Recover.
 func TestCrashAndRecover(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	other, _ := dial(t, p.Addr)
 	c, _ := dial(t, p.Addr)
@@ -306,7 +298,7 @@ func TestCrashAndRecover(t *testing.T) {
 // TestRefusedFirstMessage: a first message the protocol refuses drops the
 // client, and the server's connection with it.
 func TestRefusedFirstMessage(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	c, _ := dial(t, p.Addr)
 	if ans, err := c.roundTrip("COMPRESS"); err == nil {
@@ -318,7 +310,7 @@ func TestRefusedFirstMessage(t *testing.T) {
 // TestCloseEndsConnections: Close drops the open connections and returns
 // once its goroutines have; the port refuses afterwards.
 func TestCloseEndsConnections(t *testing.T) {
-	f := newFakeServer(t)
+	f := startUpstream(t, nil)
 	p := New(t, f.addr, lines{})
 	c, _ := dial(t, p.Addr)
 	p.Close()
