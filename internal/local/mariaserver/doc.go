@@ -9,7 +9,8 @@
 // and pid file are in the temporary directory, apart from a system server's.
 //
 // Proxy stands between a client and the server and loses a COMMIT's answer
-// or the connection before it, for the stores' fault tests.
+// or the connection before it, for the stores' fault tests: package
+// sqlproxy's proxy, given the MySQL protocol.
 //
 // The package speaks to the server with the mariadb command-line client,
 // never a Go driver: the product module must not require the MySQL driver,

@@ -5,11 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -58,7 +56,7 @@ func findPrograms(dirs []string) (Programs, error) {
 		path *string
 	}{{"mariadbd", &p.Server}, {"mariadb-install-db", &p.InstallDB}, {"mariadb", &p.Client}} {
 		for _, d := range dirs {
-			if d != "" && executable(filepath.Join(d, want.name)) {
+			if d != "" && proc.Executable(filepath.Join(d, want.name)) {
 				*want.path = filepath.Join(d, want.name)
 				break
 			}
@@ -71,11 +69,6 @@ func findPrograms(dirs []string) (Programs, error) {
 		return Programs{}, fmt.Errorf("MariaDB's %s not found (looked in %s): install MariaDB (as root) with `%s`, or run `make setup`", strings.Join(missing, ", "), strings.Join(dirs, ", "), InstallCommand)
 	}
 	return p, nil
-}
-
-func executable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // Server is a running MariaDB on the loopback interface.
@@ -109,11 +102,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := runAs()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "mariaserver-")
+	// mariadbd refuses root.
+	dir, cred, err := proc.ServerDir("mariaserver-", "mysql", "mariadbd", "install MariaDB with `"+InstallCommand+"`, which creates it")
 	if err != nil {
 		return nil, err
 	}
@@ -126,24 +116,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 func (s *Server) start(ctx context.Context, cred *syscall.Credential, opts Options) error {
-	if cred != nil {
-		// mariadb-install-db and mariadbd write into the directory as the
-		// mysql user; it stays 0700, the server's alone (and root's).
-		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("give %s to the mysql user: %w", s.dir, err)
-		}
-	}
 	data := filepath.Join(s.dir, "data")
 	// --no-defaults: none of the system's my.cnf (its socket and pid file
 	// in /run/mysqld, a system server's). Root may log in over TCP from
 	// 127.0.0.1 with no password (normal authentication, not unix_socket).
-	install := exec.CommandContext(ctx, s.progs.InstallDB, "--no-defaults", "--datadir="+data,
+	if err := proc.Run(ctx, cred, s.dir, s.progs.InstallDB, "--no-defaults", "--datadir="+data,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
-		"--innodb-log-file-size=8M")
-	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	install.Dir = s.dir
-	if out, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("mariadb-install-db: %w: %s", err, strings.TrimSpace(string(out)))
+		"--innodb-log-file-size=8M"); err != nil {
+		return err
 	}
 	// The database is made by the server as it starts, before it accepts
 	// connections: no client round trip, and no window where the DSN's
@@ -152,22 +132,7 @@ func (s *Server) start(ctx context.Context, cred *syscall.Credential, opts Optio
 	if err := os.WriteFile(initFile, []byte("CREATE DATABASE IF NOT EXISTS "+Database+" CHARACTER SET utf8mb4;\n"), 0o644); err != nil {
 		return err
 	}
-	var lastErr error
-	// Another process may take the free port between the probe and the
-	// server's bind: a few attempts make that race harmless.
-	for range 3 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return err
-		}
-		if lastErr = s.launch(ctx, cred, data, initFile, port, opts); lastErr == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return lastErr
+	return proc.TryPorts(ctx, func(port int) error { return s.launch(ctx, cred, data, initFile, port, opts) })
 }
 
 func (s *Server) launch(ctx context.Context, cred *syscall.Credential, data, initFile string, port int, opts Options) error {
@@ -189,58 +154,18 @@ func (s *Server) launch(ctx context.Context, cred *syscall.Credential, data, ini
 	for k, v := range opts.Config {
 		settings = append(settings, "--"+k+"="+v)
 	}
-	// --no-defaults must come first.
-	cmd := exec.Command(s.progs.Server, append([]string{"--no-defaults"}, settings...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Dir = s.dir
-	log := proc.NewTail(8192)
-	cmd.Stdout = log
-	cmd.Stderr = log
-	p, err := proc.Start(ctx, cmd, nil, nil)
-	if err != nil {
-		return fmt.Errorf("start mariadbd: %w", err)
-	}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
 	s.DSN = "root@tcp(" + s.Addr + ")/" + Database
 	// mariadbd says it is ready on its error log (stderr) only once the
-	// port is bound and the init file has run: unlike a poll of the port,
-	// that is never another server's answer.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("mariadbd on %s: %w: %s", s.Addr, proc.ErrExited, log)
-		default:
-		}
-		if strings.Contains(log.String(), "ready for connections") {
-			s.proc, s.log = p, log
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.Stop(0)
-			return fmt.Errorf("mariadbd on %s did not become ready: %s", s.Addr, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// runAs is the credential to run mariadb-install-db and mariadbd with: the
-// mysql user's when this process is root (mariadbd refuses root), nil
-// otherwise.
-func runAs() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("mysql")
+	// port is bound and the init file has run. --no-defaults must come
+	// first.
+	p, log, err := proc.StartServer(ctx, proc.Server{Path: s.progs.Server, Args: append([]string{"--no-defaults"}, settings...),
+		Dir: s.dir, Cred: cred, Ready: "ready for connections", Within: 60 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("running as root, mariadbd must run as the mysql user, which does not exist (%w): install MariaDB with `%s`, which creates it", err, InstallCommand)
+		return fmt.Errorf("mariadbd on %s: %w", s.Addr, err)
 	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("the mysql user's ids: %w", err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	s.proc, s.log = p, log
+	return nil
 }
 
 // Exec runs sql (one statement or several, separated by semicolons) as

@@ -5,25 +5,25 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
-	"sync"
 	"testing"
+
+	"github.com/sqs-once/sqs-once/internal/local/sqlproxy"
 )
 
 // Fault is what a Proxy does to the next COMMIT a client sends.
-type Fault int
+type Fault = sqlproxy.Fault
 
+// The faults, as package sqlproxy applies them to MariaDB.
 const (
-	// LoseCommitAnswer forwards the COMMIT, waits for the server's answer
-	// (the transaction committed, or not) and drops the connection
-	// instead of forwarding it: a connection lost at that moment.
-	LoseCommitAnswer Fault = iota + 1
-	// DropBeforeCommit drops the connection instead of forwarding the
-	// COMMIT: the server rolls the transaction back.
-	DropBeforeCommit
-	// LoseCommitAnswerAndCrash is LoseCommitAnswer, then Crash: the
-	// client cannot read the record to settle the commit until Recover.
-	LoseCommitAnswerAndCrash
+	// LoseCommitAnswer: the COMMIT reaches mariadbd; its answer, an OK or
+	// ERR packet, never reaches the client.
+	LoseCommitAnswer = sqlproxy.LoseCommitAnswer
+	// DropBeforeCommit: the connection ends instead of the COMMIT, which
+	// the server rolls back.
+	DropBeforeCommit = sqlproxy.DropBeforeCommit
+	// LoseCommitAnswerAndCrash: LoseCommitAnswer, then Crash; the client
+	// cannot settle the commit until Recover.
+	LoseCommitAnswerAndCrash = sqlproxy.LoseCommitAnswerAndCrash
 )
 
 // MySQL protocol constants the proxy needs.
@@ -45,215 +45,54 @@ const (
 // and applies a fault to a COMMIT on request (Arm; a COMMIT sent as a text
 // query, COM_QUERY "COMMIT", as go-sql-driver/mysql's Tx.Commit and the
 // mariadb client send it). Crash drops every connection and refuses new
-// ones, as a host that died.
+// ones, as a host that died. DSN is the data source name of the server's
+// database as root through the proxy, as Server.DSN.
 //
 // The proxy reads plain packets only: it clears TLS from the server's
 // capabilities in its greeting, so that a client that would use TLS
 // when offered speaks plain, and it drops a client that asks for
 // compression (go-sql-driver/mysql's compress=true), whose frames it
 // cannot read.
-type Proxy struct {
-	// Addr is the proxy's host:port; DSN the data source name of the
-	// server's database as root through the proxy, as Server.DSN.
-	Addr, DSN string
-
-	upstream string
-	l        net.Listener
-	mu       sync.Mutex
-	armed    []Fault
-	applied  int
-	crashed  bool
-	conns    map[net.Conn]struct{}
-	wg       sync.WaitGroup
-}
+type Proxy = sqlproxy.Proxy
 
 // NewProxy listens on a free loopback port, forwarding to s, until t
 // ends.
 func NewProxy(t testing.TB, s *Server) *Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{Addr: l.Addr().String(), upstream: s.Addr, l: l, conns: map[net.Conn]struct{}{}}
+	p := sqlproxy.New(t, s.Addr, protocol{})
 	p.DSN = "root@tcp(" + p.Addr + ")/" + Database
-	p.wg.Go(p.serve)
-	t.Cleanup(p.Close)
 	return p
 }
 
-// Arm applies f to the next COMMIT a client sends, on any connection.
-// Each call arms one fault, applied in order.
-func (p *Proxy) Arm(f Fault) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed = append(p.armed, f)
-}
+// protocol is the MySQL protocol to the proxy: the server speaks first,
+// its greeting; every message is a packet.
+type protocol struct{}
 
-// Applied is how many armed faults have happened.
-func (p *Proxy) Applied() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.applied
-}
-
-// Crash drops every connection and refuses every new one.
-func (p *Proxy) Crash() {
-	p.mu.Lock()
-	p.crashed = true
-	conns := p.conns
-	p.conns = map[net.Conn]struct{}{}
-	p.mu.Unlock()
-	for c := range conns {
-		_ = c.Close()
+// FromClient refuses compression in the client's first packet, its answer
+// to the greeting.
+func (protocol) FromClient(r io.Reader, first bool) ([]byte, error) {
+	pkt, err := readPacket(r)
+	if err == nil && first && asksCompression(pkt) {
+		return nil, errors.New("mariaserver proxy: the client asks for compression, whose frames the proxy cannot read")
 	}
+	return pkt, err
 }
 
-// Recover accepts new connections again after a Crash.
-func (p *Proxy) Recover() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.crashed = false
+// FromServer clears TLS from the server's first packet, its greeting.
+func (protocol) FromServer(r io.Reader, first bool) ([]byte, error) {
+	pkt, err := readPacket(r)
+	if err == nil && first {
+		withoutTLS(pkt)
+	}
+	return pkt, err
 }
 
-// Close stops the proxy, drops its connections and waits for its
-// goroutines.
-func (p *Proxy) Close() {
-	_ = p.l.Close()
-	p.Crash()
-	p.wg.Wait()
-}
+func (protocol) IsCommit(pkt []byte) bool { return isCommit(pkt) }
 
-func (p *Proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.crashed {
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *Proxy) serve() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c) {
-			_ = c.Close()
-			continue
-		}
-		p.wg.Go(func() { p.forward(c) })
-	}
-}
-
-// take returns the fault armed for a COMMIT, if any, counting it applied.
-func (p *Proxy) take() Fault {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.armed) == 0 {
-		return 0
-	}
-	f := p.armed[0]
-	p.armed = p.armed[1:]
-	p.applied++
-	return f
-}
-
-// forward relays one client connection. The client's packets are read
-// one at a time, so that a COMMIT is seen whole; the server's are copied
-// as they come, until a lost answer swallows them.
-func (p *Proxy) forward(client net.Conn) {
-	defer client.Close()
-	server, err := net.Dial("tcp", p.upstream)
-	if err != nil {
-		return
-	}
-	if !p.track(server) {
-		_ = server.Close()
-		return
-	}
-	defer server.Close()
-	// swallow is closed to make the server's side stop forwarding: it then
-	// reads the COMMIT's answer (an OK or an ERR packet), forwards
-	// nothing, and drops the server's connection.
-	swallow := make(chan struct{})
-	answered := make(chan struct{})
-	p.wg.Go(func() {
-		defer close(answered)
-		p.fromServer(server, client, swallow)
-	})
-	defer func() { <-answered }()
-
-	for first := true; ; first = false {
-		pkt, err := readPacket(client)
-		if err != nil {
-			_ = server.Close()
-			return
-		}
-		// The client's first packet answers the greeting.
-		if first && asksCompression(pkt) {
-			_ = server.Close()
-			return
-		}
-		if isCommit(pkt) {
-			switch p.take() {
-			case DropBeforeCommit:
-				_ = server.Close()
-				_ = client.Close()
-				return
-			case LoseCommitAnswer:
-				close(swallow)
-				_, _ = server.Write(pkt)
-				<-answered
-				_ = client.Close()
-				return
-			case LoseCommitAnswerAndCrash:
-				close(swallow)
-				_, _ = server.Write(pkt)
-				<-answered
-				p.Crash()
-				_ = client.Close()
-				return
-			}
-		}
-		if _, err := server.Write(pkt); err != nil {
-			return
-		}
-	}
-}
-
-// fromServer copies the server's packets to the client, its greeting
-// without TLS, until swallow is closed; then it reads, forwarding nothing,
-// up to the OK or ERR packet that answers the COMMIT, and closes the
-// server's connection. The protocol is a dialogue: once the client has
-// sent the COMMIT, whatever the server sends next is its answer.
-func (p *Proxy) fromServer(server, client net.Conn, swallow <-chan struct{}) {
-	first := true
-	for {
-		pkt, err := readPacket(server)
-		if err != nil {
-			_ = client.Close()
-			return
-		}
-		if first {
-			withoutTLS(pkt)
-			first = false
-		}
-		select {
-		case <-swallow:
-			if len(pkt) > 4 && (pkt[4] == 0x00 || pkt[4] == 0xff) {
-				_ = server.Close()
-				return
-			}
-			continue
-		default:
-		}
-		if _, err := client.Write(pkt); err != nil {
-			return
-		}
-	}
+// EndsAnswer: a COMMIT's answer is one packet, an OK (0x00) or an ERR
+// (0xff).
+func (protocol) EndsAnswer(pkt []byte) bool {
+	return len(pkt) > 4 && (pkt[4] == 0x00 || pkt[4] == 0xff)
 }
 
 // readPacket reads one protocol packet whole: its header (a 3-byte

@@ -2,11 +2,9 @@ package pgserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,16 +40,11 @@ func BinDir() (string, error) {
 // findBinDir is the first of dirs holding both programs.
 func findBinDir(dirs []string) (string, error) {
 	for _, d := range dirs {
-		if executable(filepath.Join(d, "initdb")) && executable(filepath.Join(d, "postgres")) {
+		if proc.Executable(filepath.Join(d, "initdb")) && proc.Executable(filepath.Join(d, "postgres")) {
 			return d, nil
 		}
 	}
 	return "", fmt.Errorf("PostgreSQL's initdb and postgres were not found (looked in %s, pg_config --bindir and PATH): install them (as root) with `%s`, or run `make setup`", strings.Join(dirs, ", "), InstallCommand)
-}
-
-func executable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // Server is a running PostgreSQL on the loopback interface.
@@ -81,53 +74,23 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := runAs()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "pgserver-")
+	// initdb and postgres refuse root.
+	dir, cred, err := proc.ServerDir("pgserver-", "postgres", "initdb and postgres", "install PostgreSQL with `"+InstallCommand+"`, which creates it")
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{dir: dir}
-	if err := s.start(ctx, bin, cred, opts); err != nil {
+	data := filepath.Join(dir, "data")
+	err = proc.Run(ctx, cred, dir, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
+	if err == nil {
+		err = proc.TryPorts(ctx, func(port int) error { return s.launch(ctx, bin, cred, data, port, opts) })
+	}
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential, opts Options) error {
-	if cred != nil {
-		// initdb writes into the directory as the postgres user.
-		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("give %s to the postgres user: %w", s.dir, err)
-		}
-	}
-	data := filepath.Join(s.dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	initdb.Dir = s.dir
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	var lastErr error
-	// Another process may take the free port between the probe and the
-	// server's bind: a few attempts make that race harmless.
-	for range 3 {
-		port, err := proc.FreePort()
-		if err != nil {
-			return err
-		}
-		if lastErr = s.launch(ctx, bin, cred, data, port, opts); lastErr == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return lastErr
 }
 
 func (s *Server) launch(ctx context.Context, bin string, cred *syscall.Credential, data string, port int, opts Options) error {
@@ -141,56 +104,17 @@ func (s *Server) launch(ctx context.Context, bin string, cred *syscall.Credentia
 	for k, v := range opts.Config {
 		args = append(args, "-c", k+"="+v)
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Dir = s.dir
-	log := proc.NewTail(8192)
-	cmd.Stdout = log
-	cmd.Stderr = log
-	p, err := proc.Start(ctx, cmd, nil, nil)
-	if err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(port)
 	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	// postgres prints its readiness to the log only after the port is
-	// bound; a poll of the port, bounded, is what tells it apart from
-	// another server on a port taken since.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("postgres on %s: %w: %s", s.Addr, proc.ErrExited, log)
-		default:
-		}
-		if strings.Contains(log.String(), "ready to accept connections") {
-			s.proc, s.log = p, log
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.Stop(0)
-			return fmt.Errorf("postgres on %s did not become ready: %s", s.Addr, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// runAs is the credential to run initdb and postgres with: the postgres
-// user's when this process is root (both refuse root), nil otherwise.
-func runAs() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
+	// bound.
+	p, log, err := proc.StartServer(ctx, proc.Server{Path: filepath.Join(bin, "postgres"), Args: args, Dir: s.dir, Cred: cred,
+		Ready: "ready to accept connections", Within: 30 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("running as root, initdb and postgres must run as the postgres user, which does not exist (%w): install PostgreSQL with `%s`, which creates it", err, InstallCommand)
+		return fmt.Errorf("postgres on %s: %w", s.Addr, err)
 	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("the postgres user's ids: %w", err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	s.proc, s.log = p, log
+	return nil
 }
 
 // Log is the tail of the server's output, for a failure's message.

@@ -29,6 +29,11 @@ func TestIsCommit(t *testing.T) {
 	if isCommit(parse) {
 		t.Error("isCommit of a Parse message is true; the proxy matches simple queries only")
 	}
+	copyData := query("commit")
+	copyData[0] = 'd'
+	if isCommit(copyData) {
+		t.Error("isCommit of a CopyData message carrying commit is true; the proxy matches simple queries only")
+	}
 }
 
 // TestReadMessage: a message is read whole, with its type and length, and
@@ -41,5 +46,26 @@ func TestReadMessage(t *testing.T) {
 	}
 	if _, err := readMessage(bytes.NewReader([]byte{'Q', 0, 0, 0, 2}), true); err == nil {
 		t.Error("readMessage of a length below 4 succeeded")
+	}
+}
+
+// TestProtocol: the client's first message is the startup message, with
+// no type byte, and the rest are typed; the server's ReadyForQuery, and
+// nothing before it, ends a COMMIT's answer.
+func TestProtocol(t *testing.T) {
+	startup := []byte{0, 0, 0, 8, 0, 3, 0, 0}
+	q := query("commit")
+	r := bytes.NewReader(append(append([]byte(nil), startup...), q...))
+	var p protocol
+	if got, err := p.FromClient(r, true); err != nil || !bytes.Equal(got, startup) {
+		t.Errorf("the first message read %q, %v; want the startup message %q", got, err, startup)
+	}
+	if got, err := p.FromClient(r, false); err != nil || !p.IsCommit(got) {
+		t.Errorf("the next message read %q, %v; want the COMMIT", got, err)
+	}
+	complete := []byte{'C', 0, 0, 0, 11, 'C', 'O', 'M', 'M', 'I', 'T', 0}
+	ready := []byte{'Z', 0, 0, 0, 5, 'I'}
+	if p.EndsAnswer(complete) || !p.EndsAnswer(ready) {
+		t.Error("EndsAnswer is not true of ReadyForQuery alone")
 	}
 }

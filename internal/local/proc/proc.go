@@ -193,3 +193,10 @@ func declares(path string) bool {
 	}
 	return false
 }
+
+// Executable reports whether path is a file someone may execute: a
+// server's program found where its package puts it.
+func Executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
