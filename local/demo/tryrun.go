@@ -36,16 +36,6 @@ const tryWatchEvery = 250 * time.Millisecond
 // on moto_server (createStandIn).
 const standInTimeout = 10 * time.Second
 
-// Lines the try-out prints while it runs, for a reader and for the tests.
-const (
-	// TryConsumerRan starts the stand-in consumer's line for each record
-	// it runs: "<function>: run N for order <order> (...)".
-	TryConsumerRan = "run "
-	// TryDuplicate is in the processor's line for a record it deleted as
-	// a duplicate.
-	TryDuplicate = "duplicate"
-)
-
 // lineWriter writes whole lines to w, one at a time: the stand-in, the
 // processor and the mapping watcher print from their own goroutines.
 type lineWriter struct {
@@ -83,7 +73,7 @@ func (s *standIn) handler(way string) localesm.Handler {
 			s.runs[order]++
 			n := s.runs[order]
 			s.mu.Unlock()
-			s.out.printf("%s: %s%d for order %s (message %s, %s)", s.name, TryConsumerRan, n, order, rec.MessageId, way)
+			s.out.printf("%s: run %d for order %s (message %s, %s)", s.name, n, order, rec.MessageId, way)
 		}
 		return events.SQSEventResponse{}, nil
 	}
@@ -271,6 +261,13 @@ func (q *releasingQueue) release(ctx context.Context, queueURL string) error {
 // follows, the processor then handing each message it holds to the
 // consumer (a lambda target's Invoke), and a rollback returns the queue to
 // the consumer.
+//
+// moto_server itself also acts on an Enabled mapping: on each SendMessage it
+// receives the queue's visible messages and invokes the function in Docker.
+// Without Docker that invocation fails at once and the messages are made
+// visible again, so the local mappings still get every message; each such
+// receive counts towards the redrive policy's maxReceiveCount, which is why
+// a record's receiveCount in the functions' log can be 2.
 type tryPipeline struct {
 	lambda   *lambda.Client
 	queueARN string
@@ -286,8 +283,8 @@ type tryFunction struct {
 	mapping  *localesm.Mapping
 	queue    *releasingQueue
 	queueURL string
-	// reading and stopped words for the lines printed when its mapping is
-	// switched.
+	// on and off are the lines printed when its mapping is switched on
+	// and off.
 	on, off string
 }
 
@@ -334,7 +331,7 @@ func newTryPipeline(ctx context.Context, awsCfg aws.Config, p tryParams, queueUR
 			duplicates++
 			n := duplicates
 			dupMu.Unlock()
-			out.printf("%s: key %s %s: already completed, deleted without running %s (message %s; %s so far)", info.processor.Name, o.Key, TryDuplicate, p.consumer, o.MessageID, count(n, "duplicate"))
+			out.printf("%s: key %s duplicate: already completed, deleted without running %s (message %s; %s so far)", info.processor.Name, o.Key, p.consumer, o.MessageID, count(n, "duplicate"))
 		default:
 			what := string(o.Kind)
 			if o.Reason != "" {
