@@ -175,7 +175,7 @@ PostgreSQL table's rows).`,
 		w := c.io.Stdout
 		c.printTargets()
 		if rep.Table != nil {
-			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table))
+			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table, awsFlags("dynamodb", "", endpointsOf(c.cfg))))
 		}
 		// No queue (status --table T --locks): no table of queues, not an
 		// empty header.
@@ -447,7 +447,7 @@ func (c *cli) inspect(ctx context.Context, recs *Records, key string) error {
 	if err != nil {
 		return err
 	}
-	r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region)
+	r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region, endpointsOf(c.cfg))
 	if c.json {
 		return c.printJSON(r)
 	}

@@ -3,13 +3,17 @@
 package ops_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
@@ -91,5 +95,62 @@ func TestStatusAgeNotAvailableOnTheEmulator(t *testing.T) {
 	}
 	if strings.Contains(text, "not available on this endpoint") {
 		t.Errorf("status on AWS's endpoint says the metric is not available there")
+	}
+}
+
+// awsCommand finds each AWS CLI command a line prints.
+var awsCommand = regexp.MustCompile(`\baws (sqs|lambda|dynamodb|stepfunctions) [a-z-]+[^\n]*`)
+
+// TestPrintedCommandsCarryTheEndpoint: with AWS_ENDPOINT_URL set (the
+// try-out's emulator), every AWS CLI command preflight prints to fix a
+// check carries --endpoint-url with that URL, which the AWS CLI v1 needs
+// (it ignores the variable); on AWS's own endpoints none does. The checks
+// fail on purpose for each service's fix: the queue's visibility timeout
+// (sqs), another function's mapping on the queue (lambda), the table
+// deleted (dynamodb).
+func TestPrintedCommandsCarryTheEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newMigrationEnv(t, map[string]string{"VisibilityTimeout": "60", "MessageRetentionPeriod": "345600"})
+	cfg := mototest.Config(t)
+	other := mototest.NewFunction(t, cfg)
+	if _, err := e.lambda.CreateEventSourceMapping(context.Background(), &lambda.CreateEventSourceMappingInput{
+		FunctionName: aws.String(other), EventSourceArn: aws.String(e.queueARN), Enabled: aws.Bool(true),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dynamodb.NewFromConfig(cfg).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(e.output("IdempotencyTableName"))}); err != nil {
+		t.Fatal(err)
+	}
+	moto := mototest.URL(t)
+
+	r := run(t, runOpts{}, "preflight", "--stack", e.st.Name)
+	if r.code != ops.ExitCheckFailed {
+		t.Fatalf("preflight: exit %d, want %d", r.code, ops.ExitCheckFailed)
+	}
+	services := map[string]bool{}
+	for _, m := range awsCommand.FindAllStringSubmatch(r.stdout, -1) {
+		services[m[1]] = true
+		if !strings.Contains(m[0]+" ", " --region us-east-1 --endpoint-url "+moto+" ") {
+			t.Errorf("with AWS_ENDPOINT_URL=%s, preflight prints %q without --endpoint-url %s", moto, m[0], moto)
+		}
+	}
+	if !services["sqs"] || !services["lambda"] || !services["dynamodb"] {
+		t.Errorf("preflight printed commands for %v; want sqs, lambda and dynamodb", services)
+	}
+	if want := "change: aws sqs set-queue-attributes --region us-east-1 --endpoint-url " + moto + " --queue-url " + e.queueURL + " --attributes VisibilityTimeout=180\n"; !strings.Contains(r.stdout, want) {
+		t.Errorf("preflight does not say %q", want)
+	}
+
+	// The same stack seen on AWS's own endpoints: no --endpoint-url, the
+	// commands otherwise the same.
+	r = run(t, runOpts{cfg: awsLike(t)}, "preflight", "--stack", e.st.Name)
+	if r.code != ops.ExitCheckFailed {
+		t.Fatalf("preflight on AWS's endpoints: exit %d, want %d", r.code, ops.ExitCheckFailed)
+	}
+	if n := len(awsCommand.FindAllString(r.stdout, -1)); n < 3 || strings.Contains(r.stdout, "--endpoint-url") {
+		t.Errorf("on AWS's endpoints preflight prints %d commands, some with --endpoint-url", n)
+	}
+	if want := "change: aws sqs set-queue-attributes --region us-east-1 --queue-url " + e.queueURL + " --attributes VisibilityTimeout=180\n"; !strings.Contains(r.stdout, want) {
+		t.Errorf("preflight on AWS's endpoints does not say %q", want)
 	}
 }

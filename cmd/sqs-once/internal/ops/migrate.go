@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -120,6 +122,9 @@ type Migration struct {
 	StateMachine *StateMachine `json:"stateMachine,omitempty"`
 	// Durable is the durable function a durable Target names.
 	Durable *DurableFunction `json:"durableFunction,omitempty"`
+	// Endpoints are the endpoints it was read from in place of AWS's
+	// (MigrationOptions.Endpoints): the fixes printed carry them.
+	Endpoints Endpoints `json:"endpoints,omitempty"`
 	// Store is the store's own check (Processor.Check's): nil when there
 	// is no table to check (no stack, no --table).
 	Store *StoreCheck `json:"store,omitempty"`
@@ -142,6 +147,9 @@ type MigrationOptions struct {
 	// ProcessorTimeoutSeconds and BatchingWindowSeconds are the values the
 	// stack will be deployed with, used without a stack.
 	ProcessorTimeoutSeconds, BatchingWindowSeconds int
+	// Endpoints are the endpoints the clients call in place of AWS's: each
+	// AWS CLI command a check prints carries its service's --endpoint-url.
+	Endpoints Endpoints
 }
 
 // ReadMigration reads everything preflight checks and cutover changes:
@@ -149,7 +157,7 @@ type MigrationOptions struct {
 // queue, the consumer, and every event source mapping on the queue. It
 // changes nothing.
 func ReadMigration(ctx context.Context, sq SQSAPI, cf StackAPI, fn MappingAPI, opt MigrationOptions) (*Migration, error) {
-	m := &Migration{Region: opt.Region, Stack: opt.Stack, ConsumerName: opt.Consumer,
+	m := &Migration{Region: opt.Region, Stack: opt.Stack, ConsumerName: opt.Consumer, Endpoints: opt.Endpoints,
 		ProcessorTimeoutSeconds: opt.ProcessorTimeoutSeconds, BatchingWindowSeconds: opt.BatchingWindowSeconds}
 	queueURL := opt.QueueURL
 	if opt.Stack != "" {
@@ -409,11 +417,7 @@ func (m *Migration) consumerNeeds() int {
 
 // setQueue is the AWS CLI command that sets one of the queue's attributes.
 func (m *Migration) setQueue(attributes string) string {
-	region := ""
-	if m.Region != "" {
-		region = " --region " + m.Region
-	}
-	return "aws sqs set-queue-attributes" + region + " --queue-url " + m.Queue.URL + " --attributes " + attributes
+	return "aws sqs set-queue-attributes" + m.awsFlags("sqs") + " --queue-url " + m.Queue.URL + " --attributes " + attributes
 }
 
 // neededVisibility is Lambda's guidance for an SQS event source: six
@@ -603,7 +607,7 @@ func (m *Migration) checkMappings() Check {
 	for _, mp := range m.OtherMappings {
 		if mp.Consumes() {
 			others = append(others, functionName(mp.FunctionARN))
-			c.Change = append(c.Change, fmt.Sprintf("aws lambda update-event-source-mapping%s --uuid %s --no-enabled   (%s)", regionFlag(m.Region), mp.UUID, functionName(mp.FunctionARN)))
+			c.Change = append(c.Change, fmt.Sprintf("aws lambda update-event-source-mapping%s --uuid %s --no-enabled   (%s)", m.awsFlags("lambda"), mp.UUID, functionName(mp.FunctionARN)))
 		}
 	}
 	consumerOn := slices.ContainsFunc(m.ConsumerMappings, Mapping.Consumes)
@@ -667,6 +671,47 @@ func regionFlag(region string) string {
 		return ""
 	}
 	return " --region " + region
+}
+
+// Endpoints are the endpoint URLs the CLI's clients call in place of AWS's
+// own (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, a profile's
+// endpoint_url), by the AWS CLI's name of the service (sqs, lambda,
+// dynamodb, stepfunctions); none on AWS.
+type Endpoints map[string]string
+
+// endpointsOf are the endpoints cfg's clients call, as each service's
+// client resolves its own.
+func endpointsOf(cfg aws.Config) Endpoints {
+	e := Endpoints{}
+	for service, u := range map[string]*string{
+		"sqs":           sqs.NewFromConfig(cfg).Options().BaseEndpoint,
+		"lambda":        lambda.NewFromConfig(cfg).Options().BaseEndpoint,
+		"dynamodb":      dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
+		"stepfunctions": sfn.NewFromConfig(cfg).Options().BaseEndpoint,
+	} {
+		if aws.ToString(u) != "" {
+			e[service] = *u
+		}
+	}
+	return e
+}
+
+// awsFlags is what a printed `aws SERVICE ...` command needs to reach what
+// the CLI called: --region, and --endpoint-url when service's endpoint is
+// not AWS's own. The AWS CLI v1 ignores AWS_ENDPOINT_URL: without the flag
+// a fix printed against an emulator would go to AWS.
+func awsFlags(service, region string, endpoints Endpoints) string {
+	s := regionFlag(region)
+	if u := endpoints[service]; u != "" {
+		s += " --endpoint-url " + u
+	}
+	return s
+}
+
+// awsFlags is the flags of a printed command on service, in the
+// migration's region and on the endpoints it was read from.
+func (m *Migration) awsFlags(service string) string {
+	return awsFlags(service, m.Region, m.Endpoints)
 }
 
 func (m *Migration) checkParameter() Check {

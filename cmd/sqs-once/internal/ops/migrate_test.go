@@ -169,7 +169,7 @@ func TestPreflightOnAStackInFrontOfAConsumer(t *testing.T) {
 		"preflight of queue " + ops.QueueName(sqsURL) + " (" + sqsURL + "), stack " + e.st.Name + ", consumer " + e.consumer + ", region us-east-1\n" +
 			"with stack " + e.st.Name + "'s ProcessorTimeout 30 s and ProcessorBatchingWindow 0 s\n",
 		"FAIL  visibility timeout: 60 s, under 6 x ProcessorTimeout (30 s) + ProcessorBatchingWindow (0 s) = 180 s (3 minutes)",
-		"change: aws sqs set-queue-attributes --region us-east-1 --queue-url " + sqsURL + " --attributes VisibilityTimeout=180",
+		"change: aws sqs set-queue-attributes --region us-east-1 --endpoint-url " + mototest.URL(t) + " --queue-url " + sqsURL + " --attributes VisibilityTimeout=180",
 		"FAIL  redrive policy: none",
 		`--attributes '{"RedrivePolicy":"{\"deadLetterTargetArn\":\"` + dlq + `\",\"maxReceiveCount\":\"5\"}"}'`,
 		"ok    target: the stack's processor delivers each message it holds to lambda:" + e.consumer,

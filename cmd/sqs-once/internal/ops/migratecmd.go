@@ -28,7 +28,7 @@ func (c *cli) migration(ctx context.Context, consumer string, timeout, window in
 	}
 	m, err := ReadMigration(ctx, sqs.NewFromConfig(c.cfg), cloudformation.NewFromConfig(c.cfg), lambda.NewFromConfig(c.cfg), MigrationOptions{
 		Region: c.cfg.Region, Stack: c.targets.Stack, QueueURL: c.flags.MainQueue, Consumer: consumer,
-		ProcessorTimeoutSeconds: timeout, BatchingWindowSeconds: window,
+		ProcessorTimeoutSeconds: timeout, BatchingWindowSeconds: window, Endpoints: endpointsOf(c.cfg),
 	})
 	if err == nil {
 		m.readStateMachine(ctx, sfn.NewFromConfig(c.cfg))
