@@ -369,13 +369,22 @@ func (m *Migration) Checks() []Check {
 			checks = append(checks, m.checkDurable())
 		}
 	}
-	checks = append(checks, m.checkConsumer(), m.checkMappings())
+	checks = append(checks, m.checkConsumer())
+	// The mappings' check says what to do next, which depends on the
+	// others: judged last, shown in its place.
+	mappings := len(checks)
+	checks = append(checks, Check{})
 	if m.Stack != "" {
 		checks = append(checks, m.checkParameter())
 		if m.Replayer != nil {
 			checks = append(checks, m.checkReplayAge())
 		}
 	}
+	var failing []string
+	for _, c := range Failed(checks) {
+		failing = append(failing, c.Name)
+	}
+	checks[mappings] = m.checkMappings(failing)
 	return checks
 }
 
@@ -600,7 +609,10 @@ func functionName(arn string) string {
 	return arn
 }
 
-func (m *Migration) checkMappings() Check {
+// checkMappings judges the queue's mappings. failing are the other checks
+// that fail: cutover refuses while any does, so the next step is their
+// fix, not the cutover.
+func (m *Migration) checkMappings(failing []string) Check {
 	c := Check{Name: checkMappings}
 	queue := QueueName(m.Queue.URL)
 	var others []string
@@ -623,6 +635,8 @@ func (m *Migration) checkMappings() Check {
 		}
 	}
 	cutover := "sqs-once cutover --stack " + m.Stack
+	// blocked names what cutover refuses for: "visibility timeout fails".
+	blocked := strings.Join(failing, ", ") + " " + plural(len(failing), "fails", "fail")
 	switch {
 	case len(others) > 0:
 		c.Status = CheckFail
@@ -646,12 +660,19 @@ func (m *Migration) checkMappings() Check {
 		c.Detail = fmt.Sprintf("both consume %s: the stack's mapping %s and %s; what the consumer's own mapping receives skips dedupe. After a cutover this is drift: the consumer's infrastructure code enabled its mapping again (docs/migration.md, Drift)",
 			queue, mappingWords(*m.StackMapping), consumer)
 		c.Change = []string{cutover + "   (disables the consumer's mapping again)", "then set the mapping disabled in the consumer's infrastructure code"}
+		if len(failing) > 0 {
+			c.Change = append([]string{"first make the changes above: cutover refuses while " + blocked}, c.Change...)
+		}
 	case m.StackMapping.Consumes():
 		c.Status = CheckOK
 		c.Detail = fmt.Sprintf("cut over: the stack's mapping %s consumes %s", mappingWords(*m.StackMapping), queue)
 		if m.Consumer != nil {
 			c.Detail += " and hands its messages to " + m.Consumer.Name + "; " + consumer
 		}
+	case consumerOn && len(failing) > 0:
+		c.Status = CheckOK
+		c.Detail = fmt.Sprintf("%s consumes %s, the stack's mapping %s does not; not ready to cut over while %s (sqs-once cutover refuses); next: make the changes above, then sqs-once preflight --stack %s again",
+			consumer, queue, mappingWords(*m.StackMapping), blocked, m.Stack)
 	case consumerOn:
 		c.Status = CheckOK
 		c.Detail = fmt.Sprintf("ready to cut over: %s consumes %s, the stack's mapping %s does not; next: %s", consumer, queue, mappingWords(*m.StackMapping), cutover)
@@ -662,6 +683,12 @@ func (m *Migration) checkMappings() Check {
 			c.Detail = fmt.Sprintf("nothing consumes %s: the stack's mapping %s is off; messages wait until their retention ends", queue, mappingWords(*m.StackMapping))
 		}
 		c.Change = []string{cutover, "or " + cutover + " --rollback"}
+		if len(failing) > 0 {
+			// cutover refuses until the others pass; a rollback runs
+			// without the checks and has the consumer read the queue now.
+			c.Change = []string{cutover + " --rollback   (the consumer reads the queue again now; a rollback runs without the checks)",
+				"or make the changes above, then " + cutover + "   (it refuses while " + blocked + ")"}
+		}
 	}
 	return c
 }

@@ -67,7 +67,9 @@ and says what to change for each check that fails. It changes nothing.
   target              the stack's processor delivers to the consumer
   consumer timeout    the processor's timeout outlasts the consumer's by a tenth + 2 s
   mappings            which functions consume the queue: the consumer's
-                      mapping, the stack's, any other
+                      mapping, the stack's, any other; and what is next:
+                      the cutover once every other check passes, else
+                      their changes (cutover refuses while one fails)
   stack parameter     ProcessorMappingEnabled agrees with the stack's mapping
   replay age limit    MaxMessageAge within the queue's retention
   state machine       with Target=states:<ARN>: it exists, and is STANDARD
