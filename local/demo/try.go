@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,7 +49,17 @@ type tryParams struct {
 	params          map[string]string
 	queueName       string
 	consumer        string
+	// cli is the operator CLI the printed commands run: -cli, or the
+	// sqs-once beside this program (where make cli writes it).
+	cli string
 }
+
+// tryIdempotencyKey is the key the try-out deploys without an
+// IdempotencyKey= of the user's: the order, so that a second copy of an
+// order sent again (a new SQS message, a new messageId) is a duplicate, as
+// a producer's re-send is. The template's default, messageId, would make
+// it a new order.
+const tryIdempotencyKey = "body:/orderId"
 
 // parseTry reads `try [-stack NAME] [-template PATH] Name=Value...`. Errors
 // name the template parameter (or flag) at fault.
@@ -57,13 +69,19 @@ func parseTry(args []string, stderr io.Writer) (tryParams, error) {
 	p := tryParams{params: map[string]string{}}
 	fs.StringVar(&p.stack, "stack", "orders-once", "the local stack's NAME")
 	fs.StringVar(&p.template, "template", "template.yaml", "SAM template to deploy")
+	fs.StringVar(&p.cli, "cli", "", "the sqs-once CLI the printed commands run (default: sqs-once beside this program, where make cli writes it)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: sqs-once-local try [-stack NAME] [-template PATH] Target=lambda:FUNCTION ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:QUEUE [Name=Value...]
+		fmt.Fprint(fs.Output(), `Usage: sqs-once-local try [-stack NAME] [-template PATH] [-cli PATH] Target=lambda:FUNCTION ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:QUEUE [Name=Value...]
 
 Starts moto_server, creates the queue ExistingQueueArn names and a stand-in
 consumer function FUNCTION that consumes it, deploys the template in front of
-them with ProcessorMappingEnabled=false and the given parameters, prints how
-to point sqs-once at it, and keeps moto_server running until Ctrl-C.
+them with ProcessorMappingEnabled=false, IdempotencyKey=body:/orderId and the
+given parameters, prints how to point sqs-once at it and how to send an
+order, and runs the consumer and the stack's processor for real until
+Ctrl-C: each reads the queue while its event source mapping is Enabled, so
+sqs-once cutover hands the queue to the processor (which invokes the
+consumer once per order) and a rollback gives it back. The consumer prints
+a line for each run.
 
 `)
 		fs.PrintDefaults()
@@ -106,6 +124,9 @@ to point sqs-once at it, and keeps moto_server running until Ctrl-C.
 	if _, ok := p.params["MaxMessageAge"]; !ok {
 		p.params["MaxMessageAge"] = tryMaxMessageAge
 	}
+	if _, ok := p.params["IdempotencyKey"]; !ok {
+		p.params["IdempotencyKey"] = tryIdempotencyKey
+	}
 	return p, nil
 }
 
@@ -128,6 +149,10 @@ func Try(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func tryRun(ctx context.Context, p tryParams, stdout, stderr io.Writer) error {
+	cli, err := tryCLI(p.cli)
+	if err != nil {
+		return err
+	}
 	// The translation checks the parameters (each error names one) before
 	// anything starts.
 	prep, err := samstack.Prepare(ctx, motoserver.Region, p.stack, p.template, p.params)
@@ -147,6 +172,20 @@ func tryRun(ctx context.Context, p tryParams, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The functions' own log lines, and the SDK's, go to a file: the
+	// terminal shows what each function did, one line each.
+	logDir, err := os.MkdirTemp("", "sqs-once-try-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(logDir)
+	logFile, err := os.Create(filepath.Join(logDir, "functions.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fnLog := newFunctionLogger(logFile)
+	awsCfg.Logger = sdkLogger(fnLog)
 	api := sqs.NewFromConfig(awsCfg)
 	q, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(p.queueName), Attributes: tryQueueAttributes})
 	if err != nil {
@@ -173,31 +212,104 @@ func tryRun(ctx context.Context, p tryParams, stdout, stderr io.Writer) error {
 	}); err != nil {
 		return fmt.Errorf("set the redrive policy of %s: %w", p.queueName, err)
 	}
-	printTry(stdout, p, srv.Env())
-	<-ctx.Done()
+	info, err := loadStack(ctx, api, st)
+	if err != nil {
+		return err
+	}
+	out := &lineWriter{w: stdout}
+	pipe, err := newTryPipeline(ctx, awsCfg, p, aws.ToString(q.QueueUrl), queueARN, info, out, fnLog)
+	if err != nil {
+		return err
+	}
+	out.printf("%s", tryInstructions(p, cli, srv.Env(), aws.ToString(q.QueueUrl)))
+	// The functions run until Ctrl-C; moto_server stops only once they
+	// have, so no poll is cut off by it.
+	pipe.run(ctx)
 	fmt.Fprintln(stderr, "stopping moto_server...")
 	return nil
 }
 
-// printTry prints the environment and the commands that point sqs-once at
-// the local stack, ending with the TryReady line.
-func printTry(w io.Writer, p tryParams, env map[string]string) {
-	fmt.Fprintf(w, "Stack %s is deployed on a local moto_server in front of queue %s and its consumer %s.\n", p.stack, p.queueName, p.consumer)
-	fmt.Fprintln(w, "In another shell, point sqs-once at it:")
+// tryCLI is the sqs-once CLI the printed commands run: -cli (which must
+// exist), or the sqs-once beside this program, where make cli writes it
+// ("" when there is none: the commands then name sqs-once on PATH).
+func tryCLI(flagged string) (string, error) {
+	if flagged != "" {
+		abs, err := filepath.Abs(flagged)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return "", fmt.Errorf("-cli %s: %w (make cli builds bin/sqs-once)", flagged, err)
+		}
+		return abs, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil
+	}
+	beside := filepath.Join(filepath.Dir(exe), "sqs-once")
+	if _, err := os.Stat(beside); err != nil {
+		return "", nil
+	}
+	return beside, nil
+}
+
+// tryOrder is the order the printed send-message commands send.
+const tryOrder = "order-42"
+
+// tryInstructions is what Try prints once everything runs: the environment
+// and the commands that point sqs-once at the local stack, the two sends of
+// one order, ending with the TryReady line.
+func tryInstructions(p tryParams, cli string, env map[string]string, queueURL string) string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	line("Stack %s is deployed on a local moto_server in front of queue %s and its consumer %s.", p.stack, p.queueName, p.consumer)
+	line("%s and the stack's processor run here for real; this shell prints each run of %s.", p.consumer, p.consumer)
+	line("In another shell, point sqs-once at it:")
+	// The commands name sqs-once: the CLI make cli built is put first on
+	// PATH, so they run as printed from any directory.
+	name := "sqs-once"
+	switch {
+	case cli == "":
+		line("  make cli    # builds bin/sqs-once: put its directory on PATH")
+	case filepath.Base(cli) == "sqs-once":
+		line("  export PATH=%s:$PATH", shellQuote(filepath.Dir(cli)))
+	default:
+		name = shellQuote(cli)
+	}
 	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED"} {
-		fmt.Fprintf(w, "  export %s=%s\n", k, env[k])
+		line("  export %s=%s", k, env[k])
 	}
-	fmt.Fprintln(w, "then try:")
-	for _, c := range []string{
-		"sqs-once preflight --stack " + p.stack,
-		"sqs-once cutover --stack " + p.stack + " --yes",
-		"sqs-once status --stack " + p.stack,
-		"sqs-once inspect --stack " + p.stack + " order-42",
-		"sqs-once cutover --stack " + p.stack + " --rollback --yes",
-	} {
-		fmt.Fprintln(w, "  "+c)
+	line("then check the stack and cut the queue over to it:")
+	line("  %s preflight --stack %s", name, p.stack)
+	line("  %s cutover --stack %s --yes", name, p.stack)
+	line("send an order, then the same order again (the AWS CLI v1 ignores AWS_ENDPOINT_URL: hence --endpoint-url):")
+	send := fmt.Sprintf("aws sqs send-message --endpoint-url %s --region %s --queue-url %s --message-body '{\"orderId\":\"%s\"}'",
+		env["AWS_ENDPOINT_URL"], motoserver.Region, queueURL, tryOrder)
+	line("  %s", send)
+	line("  %s", send)
+	key := tryOrder
+	if k := p.params["IdempotencyKey"]; k != tryIdempotencyKey {
+		line("  (with IdempotencyKey=%s the second copy is a duplicate only if it has the first's key)", k)
+		key = "KEY"
 	}
-	fmt.Fprintf(w, "%s %s (Ctrl-C stops moto_server)\n", TryReady, env["AWS_ENDPOINT_URL"])
+	line("this shell then shows one run of %s for the order, and the second copy deleted as a duplicate; see it with:", p.consumer)
+	line("  %s status --stack %s", name, p.stack)
+	line("  %s inspect --stack %s %s", name, p.stack, key)
+	line("and give the queue back to %s:", p.consumer)
+	line("  %s cutover --stack %s --rollback --yes", name, p.stack)
+	fmt.Fprintf(&b, "%s %s (Ctrl-C stops moto_server)", TryReady, env["AWS_ENDPOINT_URL"])
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // createStandIn creates the consumer function name, with a role, and its

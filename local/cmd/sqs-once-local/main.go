@@ -5,7 +5,9 @@
 // once, intact). It is what `make demo` runs; see local/demo and
 // `sqs-once-local -help`. `sqs-once-local try Name=Value...` (what `make try`
 // runs) deploys the template with those parameters in front of a stand-in
-// consumer and queue, for the sqs-once CLI to try, until Ctrl-C.
+// consumer and queue, and runs the consumer and the stack's processor for
+// real, each while its event source mapping is enabled, for the sqs-once
+// CLI to try and cut over, until Ctrl-C.
 package main
 
 import (

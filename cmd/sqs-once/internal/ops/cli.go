@@ -330,7 +330,8 @@ func (c *cli) where(err error) string {
 }
 
 func (c *cli) queues() *Queues {
-	return &Queues{SQS: sqs.NewFromConfig(c.cfg), Metrics: cloudwatch.NewFromConfig(c.cfg), Now: c.io.Now}
+	metrics := cloudwatch.NewFromConfig(c.cfg)
+	return &Queues{SQS: sqs.NewFromConfig(c.cfg), Metrics: metrics, MetricsEndpoint: aws.ToString(metrics.Options().BaseEndpoint), Now: c.io.Now}
 }
 
 // run wraps a command's body: errors are marked as the command's own (not

@@ -15,14 +15,19 @@ import (
 )
 
 func (c *cli) statusCmd() *cobra.Command {
-	var locks, pending bool
+	var locks, pending, verbose bool
 	var pendingAge, window time.Duration
 	cmd := &cobra.Command{
-		Use:   "status [--locks] [--pending [--pending-age D] [--dedupe-window D]]",
+		Use:   "status [--locks] [--pending [--pending-age D] [--dedupe-window D]] [--verbose]",
 		Short: "Depth and oldest age of the main, dead-letter and operator queues; with --locks, the PROCESSING records; with --pending, the keys with messages pending",
 		Long: `status shows each queue's approximate depth (visible, in flight, delayed) and
 the age of its oldest message (CloudWatch's ApproximateAgeOfOldestMessage,
-the newest datapoint of the last 15 minutes).
+the newest datapoint of the last 15 minutes). An endpoint set in place of
+AWS's (AWS_ENDPOINT_URL: an emulator such as moto_server) that does not
+serve that metric gives "not available on this endpoint"; --verbose adds
+the SDK's error. On AWS's own endpoint, or for a refusal or throttling
+anywhere, the error itself is shown: a role without
+cloudwatch:GetMetricStatistics, say.
 
 It also runs the store's own check on the idempotency table (the one
 preflight runs) and says its state: exists, missing, TTL off,
@@ -55,6 +60,7 @@ PostgreSQL table's rows).`,
 	cmd.Flags().BoolVar(&locks, "locks", false, "also list PROCESSING records (scans the table)")
 	cmd.Flags().BoolVar(&pending, "pending", false, "also count the keys with emitted messages pending (scans the table)")
 	cmd.Flags().DurationVar(&pendingAge, "pending-age", DefaultPendingAge, "with --pending, count the keys pending for at least `D`")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "with a metric the endpoint does not serve, also show the SDK's error")
 	cmd.Flags().DurationVar(&window, "dedupe-window", 0, "with --pending, the processor's DEDUPE_WINDOW as a duration `D` (24h): what tells when a key completed (default: read from the stack's processor)")
 	cmd.RunE = c.run(func(ctx context.Context, _ []string) error {
 		if pendingAge < 0 {
@@ -169,7 +175,7 @@ PostgreSQL table's rows).`,
 		w := c.io.Stdout
 		c.printTargets()
 		if rep.Table != nil {
-			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table))
+			fmt.Fprintf(w, "table %s: %s\n", rep.Table.Table, tableWords(rep.Table, awsFlags("dynamodb", "", endpointsOf(c.cfg))))
 		}
 		// No queue (status --table T --locks): no table of queues, not an
 		// empty header.
@@ -189,15 +195,16 @@ PostgreSQL table's rows).`,
 		// (no CloudWatch permission, say), else one per queue.
 		notes := map[string]bool{}
 		for _, s := range rep.Queues {
-			notes[s.AgeNote] = true
+			notes[c.ageNote(s, verbose)] = true
 		}
 		for _, s := range rep.Queues {
+			note := c.ageNote(s, verbose)
 			switch {
-			case s.AgeNote == "":
+			case note == "":
 			case len(notes) == 1:
-				fmt.Fprintf(w, "  oldest: %s\n", s.AgeNote)
+				fmt.Fprintf(w, "  oldest: %s\n", note)
 			default:
-				fmt.Fprintf(w, "  %s oldest: %s\n", s.Name, s.AgeNote)
+				fmt.Fprintf(w, "  %s oldest: %s\n", s.Name, note)
 			}
 			if len(notes) == 1 {
 				break
@@ -226,6 +233,21 @@ PostgreSQL table's rows).`,
 		return nil
 	})
 	return cmd
+}
+
+// ageNote is what status says of a queue whose age is missing. An
+// endpoint that does not serve the metric (an emulator) is said to, in a
+// line, the SDK's error only with --verbose: it is no fault, and its text
+// (a 404, a decode error) would read as one.
+func (c *cli) ageNote(s QueueStatus, verbose bool) string {
+	if s.AgeNote != AgeNotAvailable {
+		return s.AgeNote
+	}
+	note := s.AgeNote + " (the endpoint set in place of AWS's does not serve CloudWatch's ApproximateAgeOfOldestMessage"
+	if !verbose {
+		return note + "; --verbose shows the SDK's error)"
+	}
+	return note + "): " + s.AgeError
 }
 
 // printPending says what status --pending found: how many keys have had
@@ -425,7 +447,7 @@ func (c *cli) inspect(ctx context.Context, recs *Records, key string) error {
 	if err != nil {
 		return err
 	}
-	r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region)
+	r.Execution = executionOf(c.targets.Target, recs.shownKey(key), c.targets.Region, endpointsOf(c.cfg))
 	if c.json {
 		return c.printJSON(r)
 	}

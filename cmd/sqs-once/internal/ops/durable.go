@@ -121,10 +121,10 @@ func (m *Migration) checkDurable() Check {
 }
 
 // durableExecution is the execution a durable Target starts for name,
-// with the AWS CLI command that lists it.
-func durableExecution(spec targets.Spec, name, region string) *Execution {
+// with the AWS CLI command that lists it (flags: awsFlags' for lambda).
+func durableExecution(spec targets.Spec, name, flags string) *Execution {
 	q := spec.Qualifier()
 	function := strings.TrimSuffix(spec.Dest, ":"+q)
-	return &Execution{Name: name, Lookup: "aws lambda list-durable-executions-by-function" + regionFlag(region) +
+	return &Execution{Name: name, Lookup: "aws lambda list-durable-executions-by-function" + flags +
 		" --function-name " + function + " --qualifier " + q + " --durable-execution-name " + name}
 }

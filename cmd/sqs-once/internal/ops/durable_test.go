@@ -93,12 +93,12 @@ func TestCheckTargetUnqualifiedDurable(t *testing.T) {
 }
 
 func TestDurableExecutionOf(t *testing.T) {
-	e := executionOf("durable:orders:live", "tenant/42", "eu-west-1")
+	e := executionOf("durable:orders:live", "tenant/42", "eu-west-1", nil)
 	if e == nil || e.Name != "tenant_42-cfeec1e83cc4c080fe9f8aeedc33e8b5" ||
 		e.Lookup != "aws lambda list-durable-executions-by-function --region eu-west-1 --function-name orders --qualifier live --durable-execution-name "+e.Name {
 		t.Errorf("executionOf = %+v", e)
 	}
-	if e := executionOf("durable:orders", "k", ""); e != nil {
+	if e := executionOf("durable:orders", "k", "", nil); e != nil {
 		t.Errorf("an unqualified durable target: %+v, want nil", e)
 	}
 }

@@ -3,11 +3,13 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // The errors a command ends with; each has its exit code (see ExitCode).
@@ -108,4 +110,40 @@ func accessDenied(err error) bool {
 		return true
 	}
 	return strings.Contains(code, "AccessDenied") || strings.Contains(code, "Unauthorized") || strings.Contains(code, "NotAuthorized")
+}
+
+// metricUnavailable says whether err is the endpoint not serving a
+// CloudWatch call at all, rather than a fault to show. A service that says
+// it does not know the operation is the first, on any endpoint. Otherwise
+// only an endpoint set in place of AWS's own (custom: AWS_ENDPOINT_URL, an
+// emulator) is given the benefit of the doubt, for a 404, 405 or 501, or
+// an answer the SDK cannot decode (moto_server answers CloudWatch's RPC v2
+// CBOR with a 404 page). On AWS's own endpoint those are faults; and so,
+// everywhere, are a refusal (401, 403), throttling (429, or an error code
+// the SDK decoded: the service's own words) and a server error: the
+// operator must see them.
+func metricUnavailable(err error, custom bool) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "UnknownOperationException", "UnknownOperation", "InvalidAction", "UnsupportedOperation", "UnsupportedOperationException", "NotImplemented", "NotImplementedException":
+			return true
+		}
+	}
+	if !custom {
+		return false
+	}
+	status := 0
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &resp) {
+		status = resp.HTTPStatusCode()
+	}
+	switch {
+	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed, status == http.StatusNotImplemented:
+		return true
+	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusTooManyRequests, status >= 500:
+		return false
+	}
+	var undecodable *smithy.DeserializationError
+	return errors.As(err, &undecodable)
 }

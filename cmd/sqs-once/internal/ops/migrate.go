@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -120,6 +122,9 @@ type Migration struct {
 	StateMachine *StateMachine `json:"stateMachine,omitempty"`
 	// Durable is the durable function a durable Target names.
 	Durable *DurableFunction `json:"durableFunction,omitempty"`
+	// Endpoints are the endpoints it was read from in place of AWS's
+	// (MigrationOptions.Endpoints): the fixes printed carry them.
+	Endpoints Endpoints `json:"endpoints,omitempty"`
 	// Store is the store's own check (Processor.Check's): nil when there
 	// is no table to check (no stack, no --table).
 	Store *StoreCheck `json:"store,omitempty"`
@@ -142,6 +147,9 @@ type MigrationOptions struct {
 	// ProcessorTimeoutSeconds and BatchingWindowSeconds are the values the
 	// stack will be deployed with, used without a stack.
 	ProcessorTimeoutSeconds, BatchingWindowSeconds int
+	// Endpoints are the endpoints the clients call in place of AWS's: each
+	// AWS CLI command a check prints carries its service's --endpoint-url.
+	Endpoints Endpoints
 }
 
 // ReadMigration reads everything preflight checks and cutover changes:
@@ -149,7 +157,7 @@ type MigrationOptions struct {
 // queue, the consumer, and every event source mapping on the queue. It
 // changes nothing.
 func ReadMigration(ctx context.Context, sq SQSAPI, cf StackAPI, fn MappingAPI, opt MigrationOptions) (*Migration, error) {
-	m := &Migration{Region: opt.Region, Stack: opt.Stack, ConsumerName: opt.Consumer,
+	m := &Migration{Region: opt.Region, Stack: opt.Stack, ConsumerName: opt.Consumer, Endpoints: opt.Endpoints,
 		ProcessorTimeoutSeconds: opt.ProcessorTimeoutSeconds, BatchingWindowSeconds: opt.BatchingWindowSeconds}
 	queueURL := opt.QueueURL
 	if opt.Stack != "" {
@@ -361,13 +369,22 @@ func (m *Migration) Checks() []Check {
 			checks = append(checks, m.checkDurable())
 		}
 	}
-	checks = append(checks, m.checkConsumer(), m.checkMappings())
+	checks = append(checks, m.checkConsumer())
+	// The mappings' check says what to do next, which depends on the
+	// others: judged last, shown in its place.
+	mappings := len(checks)
+	checks = append(checks, Check{})
 	if m.Stack != "" {
 		checks = append(checks, m.checkParameter())
 		if m.Replayer != nil {
 			checks = append(checks, m.checkReplayAge())
 		}
 	}
+	var failing []string
+	for _, c := range Failed(checks) {
+		failing = append(failing, c.Name)
+	}
+	checks[mappings] = m.checkMappings(failing)
 	return checks
 }
 
@@ -409,11 +426,7 @@ func (m *Migration) consumerNeeds() int {
 
 // setQueue is the AWS CLI command that sets one of the queue's attributes.
 func (m *Migration) setQueue(attributes string) string {
-	region := ""
-	if m.Region != "" {
-		region = " --region " + m.Region
-	}
-	return "aws sqs set-queue-attributes" + region + " --queue-url " + m.Queue.URL + " --attributes " + attributes
+	return "aws sqs set-queue-attributes" + m.awsFlags("sqs") + " --queue-url " + m.Queue.URL + " --attributes " + attributes
 }
 
 // neededVisibility is Lambda's guidance for an SQS event source: six
@@ -596,14 +609,17 @@ func functionName(arn string) string {
 	return arn
 }
 
-func (m *Migration) checkMappings() Check {
+// checkMappings judges the queue's mappings. failing are the other checks
+// that fail: cutover refuses while any does, so the next step is their
+// fix, not the cutover.
+func (m *Migration) checkMappings(failing []string) Check {
 	c := Check{Name: checkMappings}
 	queue := QueueName(m.Queue.URL)
 	var others []string
 	for _, mp := range m.OtherMappings {
 		if mp.Consumes() {
 			others = append(others, functionName(mp.FunctionARN))
-			c.Change = append(c.Change, fmt.Sprintf("aws lambda update-event-source-mapping%s --uuid %s --no-enabled   (%s)", regionFlag(m.Region), mp.UUID, functionName(mp.FunctionARN)))
+			c.Change = append(c.Change, fmt.Sprintf("aws lambda update-event-source-mapping%s --uuid %s --no-enabled   (%s)", m.awsFlags("lambda"), mp.UUID, functionName(mp.FunctionARN)))
 		}
 	}
 	consumerOn := slices.ContainsFunc(m.ConsumerMappings, Mapping.Consumes)
@@ -619,6 +635,8 @@ func (m *Migration) checkMappings() Check {
 		}
 	}
 	cutover := "sqs-once cutover --stack " + m.Stack
+	// blocked names what cutover refuses for: "visibility timeout fails".
+	blocked := strings.Join(failing, ", ") + " " + plural(len(failing), "fails", "fail")
 	switch {
 	case len(others) > 0:
 		c.Status = CheckFail
@@ -642,12 +660,19 @@ func (m *Migration) checkMappings() Check {
 		c.Detail = fmt.Sprintf("both consume %s: the stack's mapping %s and %s; what the consumer's own mapping receives skips dedupe. After a cutover this is drift: the consumer's infrastructure code enabled its mapping again (docs/migration.md, Drift)",
 			queue, mappingWords(*m.StackMapping), consumer)
 		c.Change = []string{cutover + "   (disables the consumer's mapping again)", "then set the mapping disabled in the consumer's infrastructure code"}
+		if len(failing) > 0 {
+			c.Change = append([]string{"first make the changes above: cutover refuses while " + blocked}, c.Change...)
+		}
 	case m.StackMapping.Consumes():
 		c.Status = CheckOK
 		c.Detail = fmt.Sprintf("cut over: the stack's mapping %s consumes %s", mappingWords(*m.StackMapping), queue)
 		if m.Consumer != nil {
 			c.Detail += " and hands its messages to " + m.Consumer.Name + "; " + consumer
 		}
+	case consumerOn && len(failing) > 0:
+		c.Status = CheckOK
+		c.Detail = fmt.Sprintf("%s consumes %s, the stack's mapping %s does not; not ready to cut over while %s (sqs-once cutover refuses); next: make the changes above, then sqs-once preflight --stack %s again",
+			consumer, queue, mappingWords(*m.StackMapping), blocked, m.Stack)
 	case consumerOn:
 		c.Status = CheckOK
 		c.Detail = fmt.Sprintf("ready to cut over: %s consumes %s, the stack's mapping %s does not; next: %s", consumer, queue, mappingWords(*m.StackMapping), cutover)
@@ -658,6 +683,12 @@ func (m *Migration) checkMappings() Check {
 			c.Detail = fmt.Sprintf("nothing consumes %s: the stack's mapping %s is off; messages wait until their retention ends", queue, mappingWords(*m.StackMapping))
 		}
 		c.Change = []string{cutover, "or " + cutover + " --rollback"}
+		if len(failing) > 0 {
+			// cutover refuses until the others pass; a rollback runs
+			// without the checks and has the consumer read the queue now.
+			c.Change = []string{cutover + " --rollback   (the consumer reads the queue again now; a rollback runs without the checks)",
+				"or make the changes above, then " + cutover + "   (it refuses while " + blocked + ")"}
+		}
 	}
 	return c
 }
@@ -667,6 +698,47 @@ func regionFlag(region string) string {
 		return ""
 	}
 	return " --region " + region
+}
+
+// Endpoints are the endpoint URLs the CLI's clients call in place of AWS's
+// own (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, a profile's
+// endpoint_url), by the AWS CLI's name of the service (sqs, lambda,
+// dynamodb, stepfunctions); none on AWS.
+type Endpoints map[string]string
+
+// endpointsOf are the endpoints cfg's clients call, as each service's
+// client resolves its own.
+func endpointsOf(cfg aws.Config) Endpoints {
+	e := Endpoints{}
+	for service, u := range map[string]*string{
+		"sqs":           sqs.NewFromConfig(cfg).Options().BaseEndpoint,
+		"lambda":        lambda.NewFromConfig(cfg).Options().BaseEndpoint,
+		"dynamodb":      dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
+		"stepfunctions": sfn.NewFromConfig(cfg).Options().BaseEndpoint,
+	} {
+		if aws.ToString(u) != "" {
+			e[service] = *u
+		}
+	}
+	return e
+}
+
+// awsFlags is what a printed `aws SERVICE ...` command needs to reach what
+// the CLI called: --region, and --endpoint-url when service's endpoint is
+// not AWS's own. The AWS CLI v1 ignores AWS_ENDPOINT_URL: without the flag
+// a fix printed against an emulator would go to AWS.
+func awsFlags(service, region string, endpoints Endpoints) string {
+	s := regionFlag(region)
+	if u := endpoints[service]; u != "" {
+		s += " --endpoint-url " + u
+	}
+	return s
+}
+
+// awsFlags is the flags of a printed command on service, in the
+// migration's region and on the endpoints it was read from.
+func (m *Migration) awsFlags(service string) string {
+	return awsFlags(service, m.Region, m.Endpoints)
 }
 
 func (m *Migration) checkParameter() Check {

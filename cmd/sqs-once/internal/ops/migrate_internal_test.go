@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -445,4 +446,60 @@ func (failingSQS) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.Change
 		out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id})
 	}
 	return out, nil
+}
+
+// TestMappingsNextFollowsTheChecks: the mappings' check names the next
+// step, and it follows the other checks: with one failing, cutover would
+// refuse, so the next step is that fix and preflight again, never the
+// cutover; with none failing, the cutover. The check keeps its place.
+func TestMappingsNextFollowsTheChecks(t *testing.T) {
+	t.Parallel()
+	mappings := func(m *Migration) (Check, []string) {
+		var names []string
+		var found Check
+		for _, c := range m.Checks() {
+			names = append(names, c.Name)
+			if c.Name == checkMappings {
+				found = c
+			}
+		}
+		return found, names
+	}
+	ready, order := mappings(migrated())
+	if !strings.Contains(ready.Detail, "ready to cut over: ") || !strings.HasSuffix(ready.Detail, "; next: sqs-once cutover --stack orders-once") {
+		t.Errorf("every check passing: mappings says %q, want next: the cutover", ready.Detail)
+	}
+
+	m := migrated()
+	m.Queue.VisibilitySeconds = 60
+	m.Consumer.TimeoutSeconds = 26
+	blocked, order2 := mappings(m)
+	if blocked.Status != CheckOK || strings.Contains(blocked.Detail, "next: sqs-once cutover") || strings.Contains(blocked.Detail, "ready to cut over:") ||
+		!strings.Contains(blocked.Detail, "not ready to cut over while visibility timeout, consumer timeout fail (sqs-once cutover refuses); next: make the changes above, then sqs-once preflight --stack orders-once again") {
+		t.Errorf("with two checks failing: mappings %s says %q", blocked.Status, blocked.Detail)
+	}
+	if !slices.Equal(order, order2) {
+		t.Errorf("the checks' order changed with a failure: %v, then %v", order, order2)
+	}
+
+	// Both consume (drift) while a check fails: the fix first.
+	m = migrated()
+	m.StackMapping.State = "Enabled"
+	m.Queue.VisibilitySeconds = 60
+	if drift, _ := mappings(m); len(drift.Change) != 3 || drift.Change[0] != "first make the changes above: cutover refuses while visibility timeout fails" {
+		t.Errorf("drift with a check failing: change %q", drift.Change)
+	}
+
+	// Nothing consumes: the rollback, which runs without the checks,
+	// comes first while a check fails; else the cutover.
+	m = migrated()
+	m.ConsumerMappings[0].State = "Disabled"
+	if idle, _ := mappings(m); len(idle.Change) != 2 || idle.Change[0] != "sqs-once cutover --stack orders-once" {
+		t.Errorf("nothing consumes, every other check passing: change %q", idle.Change)
+	}
+	m.Queue.VisibilitySeconds = 60
+	if idle, _ := mappings(m); len(idle.Change) != 2 || !strings.HasPrefix(idle.Change[0], "sqs-once cutover --stack orders-once --rollback ") ||
+		idle.Change[1] != "or make the changes above, then sqs-once cutover --stack orders-once   (it refuses while visibility timeout fails)" {
+		t.Errorf("nothing consumes, a check failing: change %q", idle.Change)
+	}
 }

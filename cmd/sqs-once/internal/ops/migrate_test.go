@@ -169,13 +169,15 @@ func TestPreflightOnAStackInFrontOfAConsumer(t *testing.T) {
 		"preflight of queue " + ops.QueueName(sqsURL) + " (" + sqsURL + "), stack " + e.st.Name + ", consumer " + e.consumer + ", region us-east-1\n" +
 			"with stack " + e.st.Name + "'s ProcessorTimeout 30 s and ProcessorBatchingWindow 0 s\n",
 		"FAIL  visibility timeout: 60 s, under 6 x ProcessorTimeout (30 s) + ProcessorBatchingWindow (0 s) = 180 s (3 minutes)",
-		"change: aws sqs set-queue-attributes --region us-east-1 --queue-url " + sqsURL + " --attributes VisibilityTimeout=180",
+		"change: aws sqs set-queue-attributes --region us-east-1 --endpoint-url " + mototest.URL(t) + " --queue-url " + sqsURL + " --attributes VisibilityTimeout=180",
 		"FAIL  redrive policy: none",
 		`--attributes '{"RedrivePolicy":"{\"deadLetterTargetArn\":\"` + dlq + `\",\"maxReceiveCount\":\"5\"}"}'`,
 		"ok    target: the stack's processor delivers each message it holds to lambda:" + e.consumer,
 		"ok    consumer timeout: " + e.consumer + " times out after 10 s",
-		"ok    mappings: ready to cut over: " + e.consumer + "'s mapping " + e.consumerMapping + " (Enabled)",
-		"next: sqs-once cutover --stack " + e.st.Name,
+		// Two checks fail: cutover would refuse, so the next step is their
+		// fix, not the cutover.
+		"ok    mappings: " + e.consumer + "'s mapping " + e.consumerMapping + " (Enabled) consumes " + ops.QueueName(sqsURL) +
+			", the stack's mapping " + e.stackMapping() + " (Disabled) does not; not ready to cut over while visibility timeout, redrive policy fail (sqs-once cutover refuses); next: make the changes above, then sqs-once preflight --stack " + e.st.Name + " again\n",
 		"ok    stack parameter: ProcessorMappingEnabled=false",
 		"ok    replay age limit",
 		"2 checks failed: make the changes above, then run this again.",
@@ -188,6 +190,9 @@ func TestPreflightOnAStackInFrontOfAConsumer(t *testing.T) {
 	if !strings.Contains(r.stderr, "2 checks failed (visibility timeout, redrive policy)") {
 		t.Errorf("stderr does not name the failed checks: %q", r.stderr)
 	}
+	if strings.Contains(r.stdout, "next: sqs-once cutover") || strings.Contains(r.stdout, "ready to cut over:") {
+		t.Errorf("with checks failing, preflight says the cutover is next")
+	}
 
 	// The changes preflight printed, made: every check passes.
 	e.setQueue(map[string]string{"VisibilityTimeout": "180", "RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `","maxReceiveCount":"5"}`})
@@ -196,6 +201,12 @@ func TestPreflightOnAStackInFrontOfAConsumer(t *testing.T) {
 		t.Errorf("preflight after the fixes: exit %d, want 0", r.code)
 	}
 	wantChecks(t, got, map[string]string{"visibility timeout": "ok", "redrive policy": "ok", "retention": "ok", "target": "ok", "consumer timeout": "ok", "mappings": "ok", "stack parameter": "ok", "replay age limit": "ok"})
+	// Every check passing: now the cutover is next.
+	r = run(t, runOpts{}, "preflight", "--stack", e.st.Name)
+	if want := "ok    mappings: ready to cut over: " + e.consumer + "'s mapping " + e.consumerMapping + " (Enabled) consumes " + ops.QueueName(sqsURL) +
+		", the stack's mapping " + e.stackMapping() + " (Disabled) does not; next: sqs-once cutover --stack " + e.st.Name + "\n"; r.code != ops.ExitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("preflight with every check passing: exit %d, does not say %q", r.code, want)
+	}
 
 	// A retention too short for maxReceiveCount receives.
 	e.setQueue(map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `","maxReceiveCount":"100"}`, "MessageRetentionPeriod": "3600"})

@@ -28,7 +28,7 @@ func (c *cli) migration(ctx context.Context, consumer string, timeout, window in
 	}
 	m, err := ReadMigration(ctx, sqs.NewFromConfig(c.cfg), cloudformation.NewFromConfig(c.cfg), lambda.NewFromConfig(c.cfg), MigrationOptions{
 		Region: c.cfg.Region, Stack: c.targets.Stack, QueueURL: c.flags.MainQueue, Consumer: consumer,
-		ProcessorTimeoutSeconds: timeout, BatchingWindowSeconds: window,
+		ProcessorTimeoutSeconds: timeout, BatchingWindowSeconds: window, Endpoints: endpointsOf(c.cfg),
 	})
 	if err == nil {
 		m.readStateMachine(ctx, sfn.NewFromConfig(c.cfg))
@@ -67,7 +67,9 @@ and says what to change for each check that fails. It changes nothing.
   target              the stack's processor delivers to the consumer
   consumer timeout    the processor's timeout outlasts the consumer's by a tenth + 2 s
   mappings            which functions consume the queue: the consumer's
-                      mapping, the stack's, any other
+                      mapping, the stack's, any other; and what is next:
+                      the cutover once every other check passes, else
+                      their changes (cutover refuses while one fails)
   stack parameter     ProcessorMappingEnabled agrees with the stack's mapping
   replay age limit    MaxMessageAge within the queue's retention
   state machine       with Target=states:<ARN>: it exists, and is STANDARD

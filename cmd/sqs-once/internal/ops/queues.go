@@ -25,7 +25,11 @@ type Queues struct {
 	SQS SQSAPI
 	// Metrics gives the age of the oldest message; nil leaves it unknown.
 	Metrics MetricsAPI
-	Now     func() time.Time
+	// MetricsEndpoint is the URL Metrics calls in place of AWS's own
+	// (AWS_ENDPOINT_URL), "" for AWS's: an emulator there may not serve
+	// CloudWatch at all, which is not a fault to report (metricUnavailable).
+	MetricsEndpoint string
+	Now             func() time.Time
 }
 
 // QueueStatus is one queue's depth and age.
@@ -36,9 +40,18 @@ type QueueStatus struct {
 	InFlight  int    `json:"inFlight"`
 	Delayed   int    `json:"delayed"`
 	OldestAge *int64 `json:"oldestAgeSeconds,omitempty"`
-	// AgeNote says why OldestAge is missing.
+	// AgeNote says why OldestAge is missing: AgeNotAvailable when the
+	// endpoint does not serve the metric.
 	AgeNote string `json:"ageNote,omitempty"`
+	// AgeError is the SDK's error when reading the age failed: what
+	// status --verbose adds to AgeNotAvailable.
+	AgeError string `json:"ageError,omitempty"`
 }
+
+// AgeNotAvailable is QueueStatus.AgeNote when the CloudWatch endpoint does
+// not serve the age metric at all: an emulator's (moto_server answers 404
+// in a protocol the SDK cannot decode), not AWS failing to answer.
+const AgeNotAvailable = "not available on this endpoint"
 
 // QueueName is the last segment of a queue URL (or of a queue ARN): the
 // name CloudWatch's QueueName dimension uses.
@@ -92,7 +105,11 @@ func (q *Queues) Status(ctx context.Context, name, queueURL string) (QueueStatus
 	if err != nil {
 		// The depth is still worth showing: the age needs
 		// cloudwatch:GetMetricStatistics, which a role may lack.
+		st.AgeError = err.Error()
 		st.AgeNote = "unknown: " + awsError("CloudWatch", err).Error()
+		if metricUnavailable(err, q.MetricsEndpoint != "") {
+			st.AgeNote = AgeNotAvailable
+		}
 		return st, nil
 	}
 	var newest *cwtypes.Datapoint

@@ -93,7 +93,7 @@ type Execution struct {
 // executionOf is the execution target (a TARGET value) starts for the
 // record key recordKey (the key, or its hash under HashKeys); nil for a
 // target that starts none, or an unknown one.
-func executionOf(target, recordKey, region string) *Execution {
+func executionOf(target, recordKey, region string, endpoints Endpoints) *Execution {
 	spec, err := targets.ParseSpec(target)
 	if err != nil {
 		return nil
@@ -103,13 +103,13 @@ func executionOf(target, recordKey, region string) *Execution {
 		return nil
 	}
 	if spec.Kind == targets.Durable {
-		return durableExecution(spec, name, region)
+		return durableExecution(spec, name, awsFlags("lambda", region, endpoints))
 	}
 	e := &Execution{Name: name}
 	if spec.Kind == targets.States {
 		// arn:...:stateMachine:<machine> → arn:...:execution:<machine>:<name>
 		e.ARN = strings.Replace(spec.Dest, ":stateMachine:", ":execution:", 1) + ":" + name
-		e.Lookup = "aws stepfunctions describe-execution" + regionFlag(region) + " --execution-arn " + e.ARN
+		e.Lookup = "aws stepfunctions describe-execution" + awsFlags("stepfunctions", region, endpoints) + " --execution-arn " + e.ARN
 	}
 	return e
 }

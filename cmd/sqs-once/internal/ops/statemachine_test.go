@@ -71,14 +71,14 @@ func TestCheckStateMachine(t *testing.T) {
 }
 
 func TestExecutionOf(t *testing.T) {
-	e := executionOf("states:"+testMachine, "tenant/42", "eu-west-1")
+	e := executionOf("states:"+testMachine, "tenant/42", "eu-west-1", nil)
 	if e == nil || e.Name != "tenant_42-cfeec1e83cc4c080fe9f8aeedc33e8b5" ||
 		e.ARN != "arn:aws:states:eu-west-1:123456789012:execution:orders:"+e.Name ||
 		e.Lookup != "aws stepfunctions describe-execution --region eu-west-1 --execution-arn "+e.ARN {
 		t.Errorf("executionOf = %+v", e)
 	}
 	for _, target := range []string{"", "lambda:orders", "not a target"} {
-		if e := executionOf(target, "k", ""); e != nil {
+		if e := executionOf(target, "k", "", nil); e != nil {
 			t.Errorf("executionOf(%q) = %+v, want nil", target, e)
 		}
 	}

@@ -146,13 +146,13 @@ func (m *Migration) checkTheStore() Check {
 		return c
 	case TableMissing:
 		c.Status, c.Detail = CheckFail, where+inRegion(m.Region)+" does not exist: every message would fail"
-		c.Change = createTable(sc.Table, m.Region)
+		c.Change = createTable(sc.Table, m.awsFlags("dynamodb"))
 	case TableNoTTL:
 		c.Status, c.Detail = CheckFail, sc.Error
-		c.Change = []string{enableTTL(sc.Table, m.Region)}
+		c.Change = []string{enableTTL(sc.Table, m.awsFlags("dynamodb"))}
 	case TableMisconfigured:
 		c.Status, c.Detail = CheckFail, sc.Error
-		c.Change = append([]string{"the processor cannot write to " + where + " as it is: create one it can, and deploy the stack with it (docs/table.md):"}, createTable(sc.Table+"-v2", m.Region)...)
+		c.Change = append([]string{"the processor cannot write to " + where + " as it is: create one it can, and deploy the stack with it (docs/table.md):"}, createTable(sc.Table+"-v2", m.awsFlags("dynamodb"))...)
 	default:
 		c.Status, c.Detail = CheckFail, "the table could not be checked: "+sc.Error
 		c.Change = []string{"the check needs dynamodb:DescribeTable and dynamodb:DescribeTimeToLive on " + where + "; then run this again"}
@@ -162,40 +162,33 @@ func (m *Migration) checkTheStore() Check {
 
 // createTable is what creates the table as the processor needs it
 // (docs/table.md): partition key id, a String, no sort key, TTL on
-// expiresAt.
-func createTable(table, region string) []string {
-	r := ""
-	if region != "" {
-		r = " --region " + region
-	}
+// expiresAt. flags are awsFlags' for dynamodb.
+func createTable(table, flags string) []string {
 	return []string{
-		fmt.Sprintf("aws dynamodb create-table --table-name %s --attribute-definitions AttributeName=%s,AttributeType=S --key-schema AttributeName=%s,KeyType=HASH --billing-mode PAY_PER_REQUEST%s", table, dynamostore.AttrID, dynamostore.AttrID, r),
-		fmt.Sprintf("aws dynamodb wait table-exists --table-name %s%s", table, r),
-		enableTTL(table, region),
+		fmt.Sprintf("aws dynamodb create-table --table-name %s --attribute-definitions AttributeName=%s,AttributeType=S --key-schema AttributeName=%s,KeyType=HASH --billing-mode PAY_PER_REQUEST%s", table, dynamostore.AttrID, dynamostore.AttrID, flags),
+		fmt.Sprintf("aws dynamodb wait table-exists --table-name %s%s", table, flags),
+		enableTTL(table, flags),
 	}
 }
 
-// enableTTL turns TTL on for the table, on expiresAt.
-func enableTTL(table, region string) string {
-	cmd := "aws dynamodb update-time-to-live --table-name " + table
-	if region != "" {
-		cmd += " --region " + region
-	}
-	return cmd + " --time-to-live-specification Enabled=true,AttributeName=" + dynamostore.AttrExpiresAt
+// enableTTL turns TTL on for the table, on expiresAt. flags are awsFlags'
+// for dynamodb.
+func enableTTL(table, flags string) string {
+	return "aws dynamodb update-time-to-live --table-name " + table + flags + " --time-to-live-specification Enabled=true,AttributeName=" + dynamostore.AttrExpiresAt
 }
 
 var _ dynamostore.API = (*dynamodb.Client)(nil)
 
 // tableWords is the table's state for status: "exists", or what is wrong
-// and what to run.
-func tableWords(sc *StoreCheck) string {
+// and what to run (flags: awsFlags' for dynamodb).
+func tableWords(sc *StoreCheck, flags string) string {
 	switch sc.State {
 	case TableExists:
 		return string(sc.State)
 	case TableMissing:
 		return "MISSING: every message fails; sqs-once preflight names the command that creates it"
 	case TableNoTTL:
-		return "TTL off: nothing deletes the processor's records; " + enableTTL(sc.Table, "")
+		return "TTL off: nothing deletes the processor's records; " + enableTTL(sc.Table, flags)
 	}
 	return string(sc.State) + ": " + sc.Error
 }

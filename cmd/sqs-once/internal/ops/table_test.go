@@ -40,7 +40,7 @@ func TestTheTableIsPartOfEveryCheck(t *testing.T) {
 	}
 
 	db := dynamodb.NewFromConfig(mototest.Config(t))
-	enableTTL := "aws dynamodb update-time-to-live --table-name " + table + " --region us-east-1 --time-to-live-specification Enabled=true,AttributeName=expiresAt"
+	enableTTL := "aws dynamodb update-time-to-live --table-name " + table + " --region us-east-1 --endpoint-url " + mototest.URL(t) + " --time-to-live-specification Enabled=true,AttributeName=expiresAt"
 
 	// TTL off: the processor works, but nothing deletes a record; the
 	// check fails, as Processor.Check does, with the command that turns
@@ -62,7 +62,7 @@ func TestTheTableIsPartOfEveryCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	createTable := "aws dynamodb create-table --table-name " + table + " --attribute-definitions AttributeName=id,AttributeType=S --key-schema AttributeName=id,KeyType=HASH --billing-mode PAY_PER_REQUEST --region us-east-1"
+	createTable := "aws dynamodb create-table --table-name " + table + " --attribute-definitions AttributeName=id,AttributeType=S --key-schema AttributeName=id,KeyType=HASH --billing-mode PAY_PER_REQUEST --region us-east-1 --endpoint-url " + mototest.URL(t)
 	r = run(t, runOpts{}, "preflight", "--stack", e.st.Name)
 	if r.code != ops.ExitCheckFailed {
 		t.Errorf("preflight without the table: exit %d, want %d", r.code, ops.ExitCheckFailed)
@@ -70,7 +70,7 @@ func TestTheTableIsPartOfEveryCheck(t *testing.T) {
 	for _, want := range []string{
 		"FAIL  store: table " + table + " in region us-east-1 does not exist: every message would fail",
 		"change: " + createTable + "\n",
-		"aws dynamodb wait table-exists --table-name " + table + " --region us-east-1\n",
+		"aws dynamodb wait table-exists --table-name " + table + " --region us-east-1 --endpoint-url " + mototest.URL(t) + "\n",
 		enableTTL + "\n",
 		"1 check failed: make the changes above",
 	} {
