@@ -90,11 +90,11 @@ demo: setup-demo
 
 ## try: the no-code path on the laptop: deploy template.yaml with PARAMS
 ## (e.g. PARAMS="Target=lambda:orders-consumer ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:orders")
-## on a local moto_server in front of a stand-in consumer and queue, print how
-## to point sqs-once at it (make cli), and keep it running until Ctrl-C
-try: setup-demo
+## on a local moto_server in front of a stand-in consumer and queue, run both
+## for real until Ctrl-C, and print how to point bin/sqs-once (built here) at it
+try: setup-demo cli
 	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
-	$(BIN_DIR)/sqs-once-local try $(PARAMS)
+	$(BIN_DIR)/sqs-once-local try -cli $(abspath $(BIN_DIR))/sqs-once $(PARAMS)
 
 ## cli: the operator CLI (cmd/sqs-once, docs/operations.md) as bin/sqs-once;
 ## `bin/sqs-once --version` prints the release (internal/version). To put it
