@@ -119,6 +119,7 @@ func TestParameterValues(t *testing.T) {
 		overrides map[string]string
 		want      map[string]string
 		errs      []string // each must appear in the error
+		notErrs   []string // none may
 	}{
 		{name: "defaults", want: map[string]string{"Timeout": "5", "Retries": "3", "Mode": "fast", "Label": "", "BatchSize": "10", "Window": "0"}},
 		{name: "overrides", overrides: map[string]string{"Timeout": "10", "Label": "abc", "BatchSize": "100", "Window": "1"},
@@ -131,7 +132,12 @@ func TestParameterValues(t *testing.T) {
 			want: map[string]string{"Timeout": "5", "Retries": "04", "Mode": "fast", "Label": "", "BatchSize": "10", "Window": "0"}},
 		{name: "every bad value is named", overrides: map[string]string{"Timeout": "7", "Retries": "11", "Mode": "slow", "Label": "ABC", "Nope": "1"},
 			errs: []string{"parameter Timeout: 7 is not one of 5, 10", "parameter Retries: 11 is above MaxValue 10", `parameter Mode: "slow" is not one of fast, safe`,
-				`parameter Label: "ABC" does not match`, "parameter Nope: the template has no such parameter"}},
+				`parameter Label: "ABC" does not match`, "parameter Nope: the template has no such parameter"},
+			notErrs: []string{"Nope: the template has no such parameter; did you mean"}},
+		// A misspelt name is refused with the one meant; each of several,
+		// in sorted order.
+		{name: "misspelt names suggest the closest", overrides: map[string]string{"Timout": "5", "retries": "3", "BatchSize": "10"},
+			errs: []string{"parameter Timout: the template has no such parameter; did you mean Timeout?\nparameter retries: the template has no such parameter; did you mean Retries?"}},
 		{name: "not a number", overrides: map[string]string{"Retries": "three"}, errs: []string{`parameter Retries: "three" is not a number`}},
 		{name: "below minimum", overrides: map[string]string{"Retries": "0"}, errs: []string{"parameter Retries: 0 is below MinValue 1"}},
 		{name: "pattern matches the whole value", overrides: map[string]string{"Label": "abc1"}, errs: []string{"does not match AllowedPattern"}},
@@ -156,6 +162,11 @@ func TestParameterValues(t *testing.T) {
 			for _, e := range tt.errs {
 				if !strings.Contains(err.Error(), e) {
 					t.Errorf("error %q\ndoes not contain %q", err, e)
+				}
+			}
+			for _, e := range tt.notErrs {
+				if strings.Contains(err.Error(), e) {
+					t.Errorf("error %q\ncontains %q", err, e)
 				}
 			}
 		})

@@ -3,12 +3,15 @@ package samstack
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sqs-once/sqs-once/internal/suggest"
 )
 
 // Template is a CloudFormation template as decoded from JSON: numbers are
@@ -170,9 +173,14 @@ func (t Template) ParameterValues(overrides map[string]string) (map[string]strin
 		}
 		values[p.Name] = v
 	}
-	for name := range overrides {
+	names := make([]string, 0, len(params))
+	for _, p := range params {
+		names = append(names, p.Name)
+	}
+	// Sorted: the same misspellings are refused in the same order.
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
 		if !known[name] {
-			errs = append(errs, fmt.Errorf("parameter %s: the template has no such parameter", name))
+			errs = append(errs, NoSuchParameter(name, names))
 		}
 	}
 	if len(errs) > 0 {
@@ -182,6 +190,19 @@ func (t Template) ParameterValues(overrides map[string]string) (map[string]strin
 		return nil, err
 	}
 	return values, nil
+}
+
+// NoSuchParameter is the refusal of a parameter name that is none of
+// known (the template's parameters), naming the one most likely meant when
+// one is near enough (suggest.Closest): "parameter ProcesorTimeout: the
+// template has no such parameter; did you mean ProcessorTimeout?". The
+// try-out's own checks of Name=Value use it too, so that every refusal of
+// a name reads alike.
+func NoSuchParameter(name string, known []string) error {
+	if best, ok := suggest.Closest(name, known); ok {
+		return fmt.Errorf("parameter %s: the template has no such parameter; did you mean %s?", name, best)
+	}
+	return fmt.Errorf("parameter %s: the template has no such parameter", name)
 }
 
 // Conditions evaluates the template's Conditions with the given parameter

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sqs-once/sqs-once/internal/replay"
+	"github.com/sqs-once/sqs-once/internal/suggest"
 	"github.com/sqs-once/sqs-once/sqsonce"
 )
 
@@ -41,43 +42,16 @@ var Reasons = []string{
 }
 
 // checkReason refuses a --reason that sqs-once never writes, naming the
-// ones it does and the closest to what was typed.
+// ones it does and the closest to what was typed (suggest.Closest).
 func checkReason(reason string) error {
 	if reason == "" || slices.Contains(Reasons, reason) {
 		return nil
 	}
 	known := slices.Sorted(slices.Values(Reasons))
 	hint := ""
-	best, bestDist := "", 3 // suggest only a near miss: two edits at most
-	for _, r := range known {
-		if d := editDistance(reason, r); d < bestDist {
-			best, bestDist = r, d
-		}
-	}
-	if best != "" {
+	if best, ok := suggest.Closest(reason, known); ok {
 		hint = " Did you mean " + best + "?"
 	}
 	return fmt.Errorf("%w: --reason %q is not a reason sqs-once writes, so it would match no message; the reasons are %s.%s",
 		ErrUsage, reason, strings.Join(known, ", "), hint)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
