@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
 	"github.com/sqs-once/sqs-once/internal/local/motoserver"
+	"github.com/sqs-once/sqs-once/internal/suggest"
 )
 
 // TryReady starts the line Try prints once the stack is deployed and the
@@ -101,6 +104,18 @@ a line for each run.
 			return p, fmt.Errorf("parameter %s is given twice", name)
 		}
 		p.params[name] = value
+	}
+	// A misspelt Target or ExistingQueueArn would be refused below as
+	// missing: name it, with the one meant, as samstack refuses any other.
+	for _, required := range []string{"Target", "ExistingQueueArn"} {
+		if _, given := p.params[required]; given {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(p.params)) {
+			if _, near := suggest.Closest(name, []string{required}); near {
+				return p, samstack.NoSuchParameter(name, []string{required})
+			}
+		}
 	}
 	fn, ok := strings.CutPrefix(p.params["Target"], "lambda:")
 	if !ok || fn == "" || strings.Contains(fn, ":") {

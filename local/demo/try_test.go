@@ -135,3 +135,25 @@ func TestTryInvokeRouterRunsOnlyTheStandIn(t *testing.T) {
 		}
 	}
 }
+
+// TestTryNamesAMisspeltRequiredParameter: a misspelt Target or
+// ExistingQueueArn is refused by the name given, with the one meant, not
+// as missing; a parameter really missing keeps its message.
+func TestTryNamesAMisspeltRequiredParameter(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"Taget=lambda:orders-consumer", "ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:orders"}, "parameter Taget: the template has no such parameter; did you mean Target?"},
+		{[]string{"Target=lambda:orders-consumer", "ExistingQueueARN=arn:aws:sqs:us-east-1:123456789012:orders"}, "parameter ExistingQueueARN: the template has no such parameter; did you mean ExistingQueueArn?"},
+	} {
+		_, err := parseTry(tc.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("try %v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+	_, err := parseTry([]string{"Target=lambda:orders-consumer"}, &bytes.Buffer{})
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("ExistingQueueArn missing: %v; want it refused as missing, with no suggestion", err)
+	}
+}
