@@ -1,0 +1,85 @@
+//go:build integration
+
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
+)
+
+// dsnEnv passes the server's DSN to a child process of this test binary
+// (the mutant tests'), which then starts no server of its own.
+const dsnEnv = "MYSQLSTORE_TEST_DSN"
+
+// serverDSN is the DSN of this test binary's MariaDB, without parameters.
+var serverDSN string
+
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(dsnEnv); dsn != "" {
+		serverDSN = dsn
+		os.Exit(m.Run())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	dsn, stop, err := startServer(ctx)
+	cancel()
+	if err != nil {
+		// Never skipped: the tier needs the server, and says how to get it.
+		fmt.Fprintln(os.Stderr, "mysqlstore tests:", err)
+		os.Exit(1)
+	}
+	serverDSN = dsn
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// The DSNs the tests open: the server's as it comes (no parameter:
+// rows-affected counts changed rows, times as []byte), and one with every
+// parameter a user may set that changes what the driver returns or the
+// session computes: clientFoundRows (matched rows), parseTime and loc (a
+// DATETIME as a time.Time in another zone), the session's time zone.
+const (
+	plainParams = ""
+	foundParams = "clientFoundRows=true&parseTime=true&loc=Asia%2FTokyo&time_zone=%27%2B09%3A00%27"
+)
+
+// newDB opens the test server's database with params (a DSN's query,
+// without the "?"), closed when t ends.
+func newDB(t testing.TB, params string) *sql.DB {
+	t.Helper()
+	dsn := serverDSN
+	if params != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + params
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newTable creates a table of the store's under a name of the test's own
+// (dropped first, so that a run starts from an empty one) and returns the
+// store on it.
+func newTable(t testing.TB, db *sql.DB, name string) *mysqlstore.Store {
+	t.Helper()
+	if _, err := db.ExecContext(t.Context(), "DROP TABLE IF EXISTS `"+name+"`"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mysqlstore.CreateTable(t.Context(), db, name); err != nil {
+		t.Fatal(err)
+	}
+	return mysqlstore.New(db, name)
+}
