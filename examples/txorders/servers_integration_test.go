@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -149,6 +150,103 @@ func postgresBin(t *testing.T) string {
 	}
 	slices.Sort(dirs)
 	return filepath.Dir(dirs[len(dirs)-1])
+}
+
+// startMariaDB initialises a MariaDB data directory in a temporary
+// directory and starts mariadbd on a free loopback port, stopped when the
+// test ends, with a database "txorders" whose root has no password; it
+// returns the server's host:port (mariaDSN makes the program's DSN of it).
+// mariadbd refuses to run as root: as root both run as the mysql user.
+func startMariaDB(t *testing.T) string {
+	t.Helper()
+	installDB, mariadbd := mariadbBins(t)
+	dir, err := os.MkdirTemp("", "txorders-maria-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("mysql")
+		if err != nil {
+			t.Fatalf("running as root, and no mysql user to run MariaDB as (mariadbd refuses root): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	data := filepath.Join(dir, "data")
+	// --no-defaults: the machine's my.cnf (a system server's port, socket
+	// and data directory) is not the test's. The root account has no
+	// password (normal authentication, not the unix socket's).
+	install := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db")
+	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	cmd := exec.Command(mariadbd, "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--socket="+filepath.Join(dir, "mysqld.sock"), "--pid-file="+filepath.Join(dir, "mysqld.pid"),
+		"--log-error="+filepath.Join(dir, "error.log"), "--innodb-flush-log-at-trx-commit=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start mariadbd: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// SIGTERM is mariadbd's shutdown: its sessions end, it exits.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	poll(t, "mariadbd", exited, func(ctx context.Context) error {
+		db, err := sql.Open("mysql", "root@tcp("+addr+")/")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS txorders")
+		return err
+	})
+	return addr
+}
+
+// mariaDSN is the program's DSN for the database txorders on the MariaDB
+// (or a proxy of it) at addr.
+func mariaDSN(addr string) string { return "root@tcp(" + addr + ")/txorders" }
+
+// mariadbBins are mariadb-install-db and mariadbd: on PATH, or where
+// Debian's mariadb-server puts them (/usr/bin, /usr/sbin: not on a user's
+// PATH).
+func mariadbBins(t *testing.T) (installDB, mariadbd string) {
+	t.Helper()
+	find := func(name, dir string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+		t.Fatalf("MariaDB's %s is neither on PATH nor in %s: install mariadb-server (apt-get install mariadb-server)", name, dir)
+		return ""
+	}
+	return find("mariadb-install-db", "/usr/bin"), find("mariadbd", "/usr/sbin")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // poll calls ready until it succeeds, the server exits, or serverStart
