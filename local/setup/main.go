@@ -7,7 +7,8 @@
 // What it installs: the Python tools (moto_server, cfn-lint, the SAM
 // translator, the AWS CLI), with pip into .venv from requirements-dev.txt, which the
 // Makefile puts first on PATH; spin, gcc, tmux, redis-server (the Redis
-// store's tests), PostgreSQL 15 (the PostgreSQL store's) and Java 17
+// store's tests), PostgreSQL 15 (the PostgreSQL store's), MariaDB
+// (mariadb-server, the MySQL store's) and Java 17
 // (openjdk-17-jre-headless, which runs DynamoDB Local) with apt-get when it
 // runs as root (otherwise the message gives the sudo line); dynalite and
 // DynamoDB Local (the npm package amplify-dynamodb-simulator, which ships
@@ -20,7 +21,7 @@
 //
 // Usage:
 //
-//	go -C local run ./setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION] [-dynamodb-local VERSION]
+//	go -C local run ./setup [-for demo|test] [-dry-run] [-pip=false] [-dynalite VERSION] [-dynamodb-local VERSION] [-pgbin DIR] [-mariadbbin DIR]
 package main
 
 import (
@@ -36,6 +37,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 	"github.com/sqs-once/sqs-once/internal/local/proc"
 )
@@ -60,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dynamoDBLocal := fs.String("dynamodb-local", "", "the version of "+DynamoDBLocalPackage+" (DynamoDB Local) make test installs into .tools (the Makefile's DYNAMODB_LOCAL_VERSION)")
 	shared := fs.Bool("shared-tools", true, "a clone without .tools links it to one copy of the npm tools in the user's cache directory (installed there once per machine and version); false: npm installs them into this clone's .tools")
 	pgBin := fs.String("pgbin", pgserver.DebianBinDir, "where PostgreSQL's postgres is, besides PATH")
+	mariaBin := fs.String("mariadbbin", mariaserver.DebianServerDir, "where MariaDB's mariadbd is, besides PATH")
 	rootFlag := fs.String("root", "", "the repository's root (default: the nearest directory above the working directory whose go.mod is the product module's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	plan, err := planFor(ctx, g, root, *pgBin, pins, opts)
+	plan, err := planFor(ctx, g, root, *pgBin, *mariaBin, pins, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "setup:", err)
 		return 1
@@ -133,7 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(plan.Steps) > 0 {
 		// Check what the steps did: an install that succeeded and left a
 		// tool missing (a PATH the Makefile does not set) is named, once.
-		after, err := planFor(ctx, g, root, *pgBin, pins, opts)
+		after, err := planFor(ctx, g, root, *pgBin, *mariaBin, pins, opts)
 		if err != nil {
 			fmt.Fprintln(stderr, "setup:", err)
 			return 1
@@ -150,8 +153,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func planFor(ctx context.Context, g Goal, root, pgBin string, pins Pins, opts Options) (Plan, error) {
-	facts, err := probe(ctx, root, os.Getenv("PATH"), pgBin)
+func planFor(ctx context.Context, g Goal, root, pgBin, mariaBin string, pins Pins, opts Options) (Plan, error) {
+	facts, err := probe(ctx, root, os.Getenv("PATH"), pgBin, mariaBin)
 	if err != nil {
 		return Plan{}, err
 	}

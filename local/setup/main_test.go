@@ -9,14 +9,14 @@ import (
 )
 
 // everyTool is what `make test` needs on PATH, as the probe names them.
-var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get"}
+var everyTool = []string{"python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "node", "npm", "apt-get"}
 
 func runSetup(t *testing.T, m *machine, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	// Each clone's own .tools unless a test asks for the shared copy
 	// (a later -shared-tools wins): the user's cache is not the test's.
-	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-dynamodb-local", "2.9.30", "-pgbin", m.root, "-shared-tools=false"}, args...), &out, &errOut)
+	code = run(t.Context(), append([]string{"-root", m.root, "-dynalite", "4.0.0", "-dynamodb-local", "2.9.30", "-pgbin", m.root, "-mariadbbin", m.root, "-shared-tools=false"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -53,7 +53,7 @@ func TestDryRunWithMotoServerHidden(t *testing.T) {
 // The run itself: the venv and pip (fakes here), dynalite and DynamoDB
 // Local with npm, then a second look that finds everything, and exit 0.
 func TestRunInstallsWhatIsMissing(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm")
+	m := newMachine(t, fullPython(), "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "node", "npm")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -88,7 +88,7 @@ func TestRunInstallsWhatIsMissing(t *testing.T) {
 // What only the user can install is said once, after what setup did, and
 // fails the make target.
 func TestRunLeavesTheRestToTheUserInOneMessage(t *testing.T) {
-	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "apt-get")
+	m := newMachine(t, fullPython(), "python3", "moto_server", "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "apt-get")
 	code, stdout, stderr := runSetup(t, m, "-for", "test")
 	want := "setup (make test): missing what only you can install; do this, then run make test again:\n" +
 		"  node and npm (then make test installs dynalite 4.0.0 and DynamoDB Local, amplify-dynamodb-simulator 2.9.30): " + NodeHint + "\n"

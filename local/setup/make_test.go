@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/dynalite"
 	"github.com/sqs-once/sqs-once/internal/local/dynamodblocal"
+	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 )
 
@@ -23,7 +24,7 @@ func TestSetupFindsEverythingWhereTheIntegrationTierRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := probe(t.Context(), root, os.Getenv("PATH"), pgserver.DebianBinDir)
+	f, err := probe(t.Context(), root, os.Getenv("PATH"), pgserver.DebianBinDir, mariaserver.DebianServerDir)
 	if err != nil {
 		t.Fatal(err)
 	}

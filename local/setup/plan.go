@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
 )
 
@@ -21,8 +22,9 @@ const (
 	// Test is `make test`: the Python tools, spin and gcc (the lock
 	// protocol's model), tmux (the CLI's terminal tests), redis-server (the
 	// Redis store's tests), PostgreSQL (the PostgreSQL store's tests),
-	// Node.js and the pinned dynalite, and the pinned DynamoDB Local with
-	// Java 17 to run it (the DynamoDB store's tests).
+	// MariaDB (the MySQL store's tests), Node.js and the pinned dynalite,
+	// and the pinned DynamoDB Local with Java 17 to run it (the DynamoDB
+	// store's tests).
 	Test Goal = "test"
 )
 
@@ -204,6 +206,11 @@ func NewPlan(goal Goal, f Facts, pins Pins, opts Options) Plan {
 		}
 		if !f.Commands["postgres"] {
 			addApt("postgres", pgserver.Package)
+		}
+		// MariaDB's server, with its mariadb-install-db and the mariadb
+		// client (a dependency), for the MySQL store's tests.
+		if !f.Commands["mariadbd"] {
+			addApt("mariadbd", mariaserver.Package)
 		}
 		// DynamoDB Local is a Java program.
 		if !f.Commands["java"] {

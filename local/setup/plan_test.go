@@ -95,7 +95,7 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 		}
 	}
 	// The demo needs none of what only the tests use.
-	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm")
+	f := without(equipped(), "cfn-lint", "aws", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "node", "npm")
 	f.Python.Packages = map[string]string{"aws-sam-translator": "1.110.0", "pyyaml": "6.0.3"}
 	f.Dynalite, f.DynamoDBLocal = "", ""
 	if p := NewPlan(Demo, f, testPins, pip); !p.Empty() {
@@ -105,7 +105,7 @@ func TestNothingToDoWhereEverythingIs(t *testing.T) {
 
 func TestFreshMachineAsRootInstallsEverything(t *testing.T) {
 	p := NewPlan(Test, fresh(true), testPins, pip)
-	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server", "postgresql-15", "openjdk-17-jre-headless"), venvCreate, pipInstall, npmInstall, npmInstallLocal}
+	want := [][]string{aptUpdate, aptInstall("spin", "gcc", "tmux", "redis-server", "postgresql-15", "mariadb-server", "openjdk-17-jre-headless"), venvCreate, pipInstall, npmInstall, npmInstallLocal}
 	if got := commands(p); !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
@@ -128,16 +128,16 @@ func TestFreshMachineAsUserGivesTheAptLine(t *testing.T) {
 	if got, want := commands(p), [][]string{venvCreate, pipInstall, npmInstall, npmInstallLocal}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commands\n got %q\nwant %q", got, want)
 	}
-	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless"}; !reflect.DeepEqual(got, want) {
+	if got, want := manualLines(p), []string{"spin, gcc, tmux, redis-server, postgres, mariadbd, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 mariadb-server openjdk-17-jre-headless"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("manual\n got %q\nwant %q", got, want)
 	}
 
 	noSudo := without(fresh(false), "sudo")
-	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, java: as root: apt-get update && apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless" {
+	if got := manualLines(NewPlan(Test, noSudo, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, mariadbd, java: as root: apt-get update && apt-get install -y spin gcc tmux redis-server postgresql-15 mariadb-server openjdk-17-jre-headless" {
 		t.Errorf("without sudo: manual %q", got)
 	}
 	noApt := without(fresh(true), "apt-get")
-	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, java: install spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless with the system's package manager" {
+	if got := manualLines(NewPlan(Test, noApt, testPins, pip)); len(got) != 1 || got[0] != "spin, gcc, tmux, redis-server, postgres, mariadbd, java: install spin gcc tmux redis-server postgresql-15 mariadb-server openjdk-17-jre-headless with the system's package manager" {
 		t.Errorf("without apt-get: manual %q", got)
 	}
 }
@@ -159,7 +159,7 @@ func TestPythonWithoutEnsurepip(t *testing.T) {
 		t.Errorf("as a user: commands\n got %q\nwant %q (the venv waits for python3-venv)", got, want)
 	}
 	got := manualLines(p)
-	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless" ||
+	if len(got) != 2 || got[0] != "python3's venv, spin, gcc, tmux, redis-server, postgres, mariadbd, java: sudo apt-get update && sudo apt-get install -y python3-venv spin gcc tmux redis-server postgresql-15 mariadb-server openjdk-17-jre-headless" ||
 		!strings.HasSuffix(got[1], ": make test installs them once python3-venv is there") {
 		t.Errorf("as a user: manual %q", got)
 	}
@@ -253,7 +253,7 @@ func TestEachMissingToolIsNamedOnce(t *testing.T) {
 		var out bytes.Buffer
 		NewPlan(Test, f, testPins, pip).Render(&out, true)
 		lines := strings.Split(out.String(), "\n")
-		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "npm", "python3's venv"} {
+		for _, tool := range []string{"moto_server", "cfn-lint", "aws,", "samtranslator", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "npm", "python3's venv"} {
 			n := 0
 			for _, l := range lines {
 				// Commands are indented deeper than what they install.
@@ -283,7 +283,7 @@ func TestRender(t *testing.T) {
   DynamoDB Local (amplify-dynamodb-simulator 2.9.30, into .tools):
     npm install --prefix .tools --no-audit --no-fund --save-exact amplify-dynamodb-simulator@2.9.30
 setup (make test): missing what only you can install; do this, then run make test again:
-  spin, gcc, tmux, redis-server, postgres, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 openjdk-17-jre-headless
+  spin, gcc, tmux, redis-server, postgres, mariadbd, java: sudo apt-get update && sudo apt-get install -y spin gcc tmux redis-server postgresql-15 mariadb-server openjdk-17-jre-headless
 `
 	if out.String() != want {
 		t.Errorf("dry run:\n%s\nwant:\n%s", out.String(), want)
@@ -323,7 +323,7 @@ func TestProbeAsksWhatThePlanNeeds(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range append(slices.Clone(aptTools), "postgres", "java", "node", "npm", "apt-get", "sudo", "python3") {
+	for _, c := range append(slices.Clone(aptTools), "postgres", "mariadbd", "java", "node", "npm", "apt-get", "sudo", "python3") {
 		if !slices.Contains(probedCommands, c) {
 			t.Errorf("the plan asks about %s, which probe does not look for", c)
 		}
@@ -366,5 +366,28 @@ func TestJavaAndDynamoDBLocal(t *testing.T) {
 	// The demo needs none of it.
 	if p := NewPlan(Demo, without(equipped(), "java"), testPins, pip); !p.Empty() {
 		t.Errorf("demo without java: %+v, want nothing", p)
+	}
+}
+
+// A machine without MariaDB: as root setup installs mariadb-server (the
+// MySQL store's tests start its mariadbd); otherwise the one apt line
+// names it; the demo needs none of it.
+func TestMariaDB(t *testing.T) {
+	f := without(equipped(), "mariadbd")
+	p := NewPlan(Test, f, testPins, pip)
+	if got, want := commands(p), [][]string{aptUpdate, aptInstall("mariadb-server")}; !reflect.DeepEqual(got, want) || len(p.Manual) != 0 || p.Steps[0].For != "mariadbd" {
+		t.Errorf("as root: commands\n got %q\nwant %q; for %q; manual %q", got, want, p.Steps[0].For, manualLines(p))
+	}
+	f.Root = false
+	p = NewPlan(Test, f, testPins, pip)
+	if got, want := manualLines(p), []string{"mariadbd: sudo apt-get update && sudo apt-get install -y mariadb-server"}; len(p.Steps) != 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("as a user: steps %q, manual\n got %q\nwant %q", commands(p), got, want)
+	}
+	noApt := without(f, "apt-get", "sudo")
+	if got, want := manualLines(NewPlan(Test, noApt, testPins, pip)), []string{"mariadbd: install mariadb-server with the system's package manager"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("without apt-get: manual\n got %q\nwant %q", got, want)
+	}
+	if p := NewPlan(Demo, without(equipped(), "mariadbd"), testPins, pip); !p.Empty() {
+		t.Errorf("demo without mariadbd: %+v, want nothing", p)
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // probedCommands are the commands whose presence NewPlan asks about.
-var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "java", "node", "npm", "apt-get", "sudo", "flock"}
+var probedCommands = []string{"moto_server", "cfn-lint", "aws", "python3", "spin", "gcc", "tmux", "redis-server", "postgres", "mariadbd", "java", "node", "npm", "apt-get", "sudo", "flock"}
 
 // probedDists are the distributions python3 is asked about (lower case,
 // as NewPlan looks them up): every one requirements-dev.txt pins, for the
@@ -37,15 +37,20 @@ print(json.dumps({"major": sys.version_info[0], "minor": sys.version_info[1],
 // probe finds the Facts of the machine for the module at root, looking
 // for commands on path (a PATH value) with root's .venv/bin first, as the
 // Makefile's recipes see them, and for postgres also in pgBin, where
-// Debian's package puts it (off PATH; internal/local/pgserver looks there).
-func probe(ctx context.Context, root, path, pgBin string) (Facts, error) {
+// Debian's package puts it (off PATH; internal/local/pgserver looks there),
+// and for mariadbd also in mariaBin, Debian's /usr/sbin (off an ordinary
+// user's PATH; internal/local/mariaserver looks there).
+func probe(ctx context.Context, root, path, pgBin, mariaBin string) (Facts, error) {
 	dirs := append([]string{filepath.Join(root, Venv, "bin")}, filepath.SplitList(path)...)
 	f := Facts{Root: os.Geteuid() == 0, Commands: map[string]bool{}}
 	var python3 string
 	for _, c := range probedCommands {
 		in := dirs
-		if c == "postgres" {
+		switch c {
+		case "postgres":
 			in = append(append([]string(nil), dirs...), pgBin)
+		case "mariadbd":
+			in = append(append([]string(nil), dirs...), mariaBin)
 		}
 		if p, ok := lookPath(in, c); ok {
 			f.Commands[c] = true

@@ -13,7 +13,7 @@ func TestProbeFindsWhatPATHHas(t *testing.T) {
 	m := newMachine(t, fullPython(), "python3", "moto_server", "spin", "java", "npm")
 	m.write(".tools/node_modules/dynalite/package.json", `{"name":"dynalite","version":"4.0.0"}`)
 	m.write(".tools/node_modules/amplify-dynamodb-simulator/package.json", `{"name":"amplify-dynamodb-simulator","version":"2.9.30"}`)
-	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestProbeLooksInTheVenvFirst(t *testing.T) {
 		}
 	}
 	m.write(filepath.Join(Venv, "bin", "moto_server"), "") // not executable: not a command
-	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestProbeLooksInTheVenvFirst(t *testing.T) {
 func TestProbeReportsAPythonThatDoesNotAnswer(t *testing.T) {
 	m := newMachine(t, nil, "python3")
 	t.Setenv(fakePythonEnv, "Traceback (most recent call last):")
-	_, err := probe(t.Context(), m.root, os.Getenv("PATH"), "")
+	_, err := probe(t.Context(), m.root, os.Getenv("PATH"), "", "")
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(m.bin, "python3")) {
 		t.Errorf("probe error = %v, want one naming %s", err, filepath.Join(m.bin, "python3"))
 	}
@@ -117,14 +117,34 @@ func TestProbeFindsPostgresOffPATH(t *testing.T) {
 	if err := os.Chmod(filepath.Join(m.root, "pg", "bin", "postgres"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), filepath.Join(m.root, "pg", "bin"))
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), filepath.Join(m.root, "pg", "bin"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(f.Commands, map[string]bool{"postgres": true}) {
 		t.Errorf("probe with postgres in the directory given found %v; want postgres", f.Commands)
 	}
-	if f, err := probe(t.Context(), m.root, os.Getenv("PATH"), ""); err != nil || f.Commands["postgres"] {
+	if f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "", ""); err != nil || f.Commands["postgres"] {
 		t.Errorf("probe without the directory found postgres (%v, %v); want it missing", f.Commands, err)
+	}
+}
+
+// Debian's mariadbd is in /usr/sbin, off an ordinary user's PATH: probe
+// finds it in the directory it is given, and only there besides PATH.
+func TestProbeFindsMariadbdOffPATH(t *testing.T) {
+	m := newMachine(t, nil)
+	m.write("sbin/mariadbd", "")
+	if err := os.Chmod(filepath.Join(m.root, "sbin", "mariadbd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := probe(t.Context(), m.root, os.Getenv("PATH"), "", filepath.Join(m.root, "sbin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.Commands, map[string]bool{"mariadbd": true}) {
+		t.Errorf("probe with mariadbd in the directory given found %v; want mariadbd", f.Commands)
+	}
+	if f, err := probe(t.Context(), m.root, os.Getenv("PATH"), filepath.Join(m.root, "sbin"), ""); err != nil || f.Commands["mariadbd"] {
+		t.Errorf("probe with mariadbd in PostgreSQL's directory only found it (%v, %v); want it missing", f.Commands, err)
 	}
 }

@@ -26,7 +26,8 @@ const (
 	errParse              = 1064 // ER_PARSE_ERROR: a server that does not take the store's SQL
 	errLockWaitTimeout    = 1205 // ER_LOCK_WAIT_TIMEOUT
 	errDeadlock           = 1213 // ER_LOCK_DEADLOCK
-	errReadOnlyTx         = 1792 // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+	errReadOnlyServer     = 1290 // ER_OPTION_PREVENTS_STATEMENT: --read-only (MySQL, Aurora)
+	errReadOnlyMode       = 1836 // ER_READ_ONLY_MODE (MariaDB)
 )
 
 // code is the MySQL error number of err, 0 when it is not the server's.
@@ -91,6 +92,12 @@ func (s *Store) fail(op, id string, err error) error {
 // returned as it is (a retry may fix it).
 func (s *Store) sort(err error) error {
 	n := code(err)
+	switch n {
+	case errReadOnlyServer, errReadOnlyMode:
+		// A failover in progress (the old writer turned reader): a retry
+		// reaches the new writer. A reader endpoint never does.
+		return fmt.Errorf("%w (the server is read-only: a failover in progress, which a retry outlives; if it lasts, the DSN names a replica or Aurora's reader endpoint: name the writer, the cluster endpoint)", err)
+	}
 	if !misconfigured(n) {
 		return err
 	}

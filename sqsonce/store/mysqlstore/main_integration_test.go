@@ -44,10 +44,12 @@ func TestMain(m *testing.M) {
 // rows-affected counts changed rows, times as []byte), and one with every
 // parameter a user may set that changes what the driver returns or the
 // session computes: clientFoundRows (matched rows), parseTime and loc (a
-// DATETIME as a time.Time in another zone), the session's time zone.
+// DATETIME as a time.Time in another zone), the session's time zone, and
+// interpolateParams (arguments written into the SQL text by the driver,
+// where the plain DSN sends them in prepared statements).
 const (
 	plainParams = ""
-	foundParams = "clientFoundRows=true&parseTime=true&loc=Asia%2FTokyo&time_zone=%27%2B09%3A00%27"
+	foundParams = "clientFoundRows=true&parseTime=true&loc=Asia%2FTokyo&time_zone=%27%2B09%3A00%27&interpolateParams=true"
 )
 
 // newDB opens the test server's database with params (a DSN's query,

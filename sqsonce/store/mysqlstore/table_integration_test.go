@@ -502,3 +502,21 @@ func TestSessionSetBack(t *testing.T) {
 		}
 	}
 }
+
+// TestTableDocSQLPassesCheck: the page's SQL, run as a reader runs it,
+// makes a table Check accepts and the store works on.
+func TestTableDocSQLPassesCheck(t *testing.T) {
+	db := newDB(t, plainParams)
+	if _, err := db.ExecContext(t.Context(), "DROP TABLE IF EXISTS sqs_once_records"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), docDDL(t)); err != nil {
+		t.Fatalf("%s's SQL: %v", mysqlDoc, err)
+	}
+	s := mysqlstore.New(db, "sqs_once_records")
+	if err := s.Check(t.Context()); err != nil {
+		t.Errorf("Check on the table of %s's SQL: %v", mysqlDoc, err)
+	}
+	now := time.Now()
+	acquire(t, s, "doc#"+now.String(), "o", now)
+}
