@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql" // the "mysql" driver of database/sql
+
+	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
@@ -18,7 +21,9 @@ import (
 // (the mutant tests'), which then starts no server of its own.
 const dsnEnv = "MYSQLSTORE_TEST_DSN"
 
-// serverDSN is the DSN of this test binary's MariaDB, without parameters.
+// serverDSN is the DSN of this test binary's MariaDB
+// (internal/local/mariaserver), without parameters: its database sqsonce
+// as root.
 var serverDSN string
 
 func TestMain(m *testing.M) {
@@ -27,16 +32,16 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	dsn, stop, err := startServer(ctx)
+	srv, err := mariaserver.Start(ctx, mariaserver.Options{})
 	cancel()
 	if err != nil {
 		// Never skipped: the tier needs the server, and says how to get it.
 		fmt.Fprintln(os.Stderr, "mysqlstore tests:", err)
 		os.Exit(1)
 	}
-	serverDSN = dsn
+	serverDSN = srv.DSN
 	code := m.Run()
-	stop()
+	srv.Stop()
 	os.Exit(code)
 }
 
