@@ -3,8 +3,8 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,44 +184,102 @@ func startMariaDB(t *testing.T) string {
 	// --no-defaults: the machine's my.cnf (a system server's port, socket
 	// and data directory) is not the test's. The root account has no
 	// password (normal authentication, not the unix socket's).
-	install := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db")
+	install := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
+		"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=8M")
 	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	install.Dir = dir
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	port := freePort(t)
-	cmd := exec.Command(mariadbd, "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--socket="+filepath.Join(dir, "mysqld.sock"), "--pid-file="+filepath.Join(dir, "mysqld.pid"),
-		"--log-error="+filepath.Join(dir, "error.log"), "--innodb-flush-log-at-trx-commit=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mariadbd: %v", err)
+	// The server makes the database as it starts, before it says it is
+	// ready.
+	initFile := filepath.Join(dir, "init.sql")
+	if err := os.WriteFile(initFile, []byte("CREATE DATABASE IF NOT EXISTS txorders CHARACTER SET utf8mb4;\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		// SIGTERM is mariadbd's shutdown: its sessions end, it exits.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	// Another process may take the free port before mariadbd binds it: a
+	// few attempts make that race harmless.
+	var failures []string
+	for range 3 {
+		port := freePort(t)
+		cmd := exec.Command(mariadbd, "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
+			"--socket="+filepath.Join(dir, "mysqld.sock"), "--pid-file="+filepath.Join(dir, "mysqld.pid"), "--tmpdir="+dir,
+			"--init-file="+initFile, "--skip-name-resolve", "--skip-log-bin", "--performance-schema=OFF",
+			"--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--innodb-log-file-size=8M")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = dir
+		var log lockedBuffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start mariadbd: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		stop := func() {
+			// SIGTERM is mariadbd's shutdown: its sessions end, it exits.
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+		// mariadbd says it is ready on stderr once its port is bound and
+		// the init file has run: unlike a client's poll of the port, that
+		// is never another server's answer.
+		switch ready, err := waitForLine(&log, "ready for connections", exited); {
+		case ready:
+			t.Cleanup(stop)
+			return fmt.Sprintf("127.0.0.1:%d", port)
+		case err == nil:
+			stop()
+			t.Fatalf("mariadbd on port %d did not start within %s\n%s", port, serverStart, log.String())
+		default:
+			failures = append(failures, fmt.Sprintf("port %d: exited before it was ready: %v\n%s", port, err, log.String()))
+		}
+	}
+	t.Fatalf("mariadbd did not start:\n%s", strings.Join(failures, "\n"))
+	return ""
+}
+
+// waitForLine waits for a server's log to contain line (true), for the
+// server to exit (false, and how it exited), or for serverStart to pass
+// (false, nil).
+func waitForLine(log *lockedBuffer, line string, exited <-chan error) (bool, error) {
+	deadline := time.After(serverStart)
+	for !strings.Contains(log.String(), line) {
 		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		case err := <-exited:
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return false, err
+		case <-deadline:
+			return false, nil
+		case <-time.After(20 * time.Millisecond):
 		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	poll(t, "mariadbd", exited, func(ctx context.Context) error {
-		db, err := sql.Open("mysql", "root@tcp("+addr+")/")
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS txorders")
-		return err
-	})
-	return addr
+	}
+	return true, nil
+}
+
+// lockedBuffer is a server's output, written by its exec.Cmd's copying
+// goroutine and read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // mariaDSN is the program's DSN for the database txorders on the MariaDB
