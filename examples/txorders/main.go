@@ -7,9 +7,9 @@
 // COMPLETED update in one TransactWriteItems); on PostgreSQL an INSERT
 // through pgstore.Tx, and on MySQL or MariaDB one through mysqlstore.Tx
 // (the store's transaction, committed with the record's completion). A
-// run killed before the commit leaves neither, so the next
-// run writes the row; a run whose commit applied leaves both, so the next
-// one finds the order done.
+// run killed before the commit leaves neither, so the next run writes the
+// row; a run whose commit applied leaves both, so the next one finds the
+// order done.
 //
 // With -plain the handler writes the row outside the transaction, as a
 // handler must on a store without transactions: a run killed between its
