@@ -183,9 +183,14 @@ func startMariaDB(t *testing.T) string {
 	data := filepath.Join(dir, "data")
 	// --no-defaults: the machine's my.cnf (a system server's port, socket
 	// and data directory) is not the test's. The root account has no
-	// password (normal authentication, not the unix socket's).
+	// password (normal authentication, not the unix socket's). --tmpdir
+	// (passed on to the bootstrapping mariadbd, and given to the server
+	// below): a starting mariadbd deletes every #sql* file in its tmpdir,
+	// so one starting beside this install in a shared /tmp deleted the
+	// install's temporary tables ("Could not remove temporary table",
+	// "Unknown table 'mysql.tmp_user_sys'").
 	install := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=8M")
+		"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=8M", "--tmpdir="+dir)
 	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	install.Dir = dir
 	if out, err := install.CombinedOutput(); err != nil {
