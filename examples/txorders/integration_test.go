@@ -300,7 +300,10 @@ func retry(t *testing.T, tg target, args []string) string {
 // one's lock to expire and takes the order over, then lets the first go
 // on: its lock is lost. In the transaction, that is its commit refused, and
 // its exit says so; with -plain its row is written already, and sqsonce
-// reports its completion unrecorded (logged) as Do's nil.
+// reports its completion unrecorded (logged) as Do's nil, or, when the
+// holder's renewal (overdue since the SIGSTOP) finds the lock lost before
+// the handler has read its line, ends the handler with the lock lost: two
+// goroutines racing after SIGCONT, the row written either way.
 func pausedPastLock(t *testing.T, tg target, order string, plain bool, extra ...string) {
 	t.Helper()
 	args := slices.Concat([]string{"-order", order, "-amount", "1250", "-lock-timeout", lockTimeout, flagIf(plain, "-plain")}, extra)
@@ -319,12 +322,12 @@ func pausedPastLock(t *testing.T, tg target, order string, plain bool, extra ...
 	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	want := exitLockLost
+	want := []int{exitLockLost}
 	if plain {
-		want = exitOK
+		want = []int{exitOK, exitLockLost}
 	}
-	if code := first.wait(t); code != want {
-		t.Errorf("the paused holder: exit %d, want %d\n%s", code, want, first.output())
+	if code := first.wait(t); !slices.Contains(want, code) {
+		t.Errorf("the paused holder: exit %d, want one of %v\n%s", code, want, first.output())
 	}
 }
 
