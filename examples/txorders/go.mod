@@ -4,6 +4,7 @@
 //
 //	go get github.com/sqs-once/sqs-once/sqsonce
 //	go get github.com/sqs-once/sqs-once/sqsonce/store/pgstore
+//	go get github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore
 //
 // (no version is tagged yet, so go get records a pseudo-version of the
 // newest commit).
@@ -16,12 +17,15 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.14
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sqs-once/sqs-once v0.7.0
+	github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore v0.7.0
 	github.com/sqs-once/sqs-once/sqsonce/store/pgstore v0.7.0
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/aws/aws-lambda-go v1.55.1 // indirect
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.14 // indirect

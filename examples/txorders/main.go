@@ -5,10 +5,11 @@
 // DynamoDB the row is a Put the handler adds with dynamostore.Add (the
 // store from dynamostore.NewTransactional commits it with the record's
 // COMPLETED update in one TransactWriteItems); on PostgreSQL an INSERT
-// through pgstore.Tx (the store's transaction, committed with the record's
-// completion). A run killed before the commit leaves neither, so the next
-// run writes the row; a run whose commit applied leaves both, so the next
-// one finds the order done.
+// through pgstore.Tx, and on MySQL or MariaDB one through mysqlstore.Tx
+// (the store's transaction, committed with the record's completion). A
+// run killed before the commit leaves neither, so the next run writes the
+// row; a run whose commit applied leaves both, so the next one finds the
+// order done.
 //
 // With -plain the handler writes the row outside the transaction, as a
 // handler must on a store without transactions: a run killed between its
@@ -34,16 +35,21 @@
 //	txorders -store dynamodb -order A-1001 -amount 1250 -emit "$QUEUE"
 //	txorders -store dynamodb -ship "$QUEUE"            # stage 2
 //	txorders -store dynamodb -order A-1001 -count-shipments
+//	export MYSQL_DSN='user:password@tcp(host:3306)/shop'
+//	txorders -store mysql -setup
+//	txorders -store mysql -order A-1001 -amount 1250
 //
 // DynamoDB and SQS are reached with the SDK's default configuration
 // (AWS_REGION, credentials, AWS_ENDPOINT_URL for a local emulator);
 // PostgreSQL with the connection string in -database (default:
-// DATABASE_URL).
+// DATABASE_URL); MySQL and MariaDB with the go-sql-driver/mysql DSN in
+// -database (user:password@tcp(host:port)/database; default: MYSQL_DSN).
 package main
 
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -52,6 +58,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,12 +67,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	_ "github.com/go-sql-driver/mysql" // database/sql's "mysql" driver
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/dynamostore"
+	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 	"github.com/sqs-once/sqs-once/sqsonce/targets"
 )
@@ -106,11 +115,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("txorders", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.store, "store", "dynamodb", `"dynamodb" or "postgres"`)
+	fs.StringVar(&o.store, "store", "dynamodb", `"dynamodb", "postgres" or "mysql" (MySQL or MariaDB)`)
 	fs.StringVar(&o.records, "records", "txorders_records", "the idempotency records' table")
 	fs.StringVar(&o.orders, "orders", "txorders_orders", "the orders' table")
 	fs.StringVar(&o.shipments, "shipments", "txorders_shipments", "the shipments' table (stage 2, -ship)")
-	fs.StringVar(&o.database, "database", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (-store postgres)")
+	fs.StringVar(&o.database, "database", "", "-store postgres: the PostgreSQL connection string (default: $DATABASE_URL); -store mysql: the go-sql-driver/mysql DSN, user:password@tcp(host:port)/database (default: $MYSQL_DSN)")
 	fs.StringVar(&o.order, "order", "", "the order id: the idempotency key")
 	fs.Int64Var(&o.amount, "amount", 0, "the order's amount in cents")
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", 30*time.Second, "how long the lock lasts unless renewed (renewed every third of it while the handler runs)")
@@ -130,15 +139,44 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if env := databaseEnv(o.store); o.database == "" && env != "" {
+		o.database = os.Getenv(env)
+	}
 	switch {
-	case o.store != "dynamodb" && o.store != "postgres":
-		return o, fmt.Errorf(`-store %q: "dynamodb" or "postgres"`, o.store)
+	case o.store != "dynamodb" && sqlBackend(o.store) == nil:
+		return o, fmt.Errorf(`-store %q: "dynamodb", "postgres" or "mysql"`, o.store)
 	case o.order == "" && !o.setup && o.ship == "":
 		return o, errors.New("-order: required")
 	case o.emit != "" && o.emitInline != "":
 		return o, errors.New("-emit and -emit-inline: one or the other")
 	}
 	return o, nil
+}
+
+// databaseEnv is the environment variable -database defaults to on
+// -store store: a connection string carries a password, better kept off
+// the command line (which ps shows).
+func databaseEnv(store string) string {
+	switch store {
+	case "postgres":
+		return "DATABASE_URL"
+	case "mysql":
+		return "MYSQL_DSN"
+	}
+	return ""
+}
+
+// sqlBackend opens the backend of -store store on a SQL database (the
+// records' table and the business tables in the one database -database
+// names), or is nil when store is not on one.
+func sqlBackend(store string) func(context.Context, options) (*backend, func(), error) {
+	switch store {
+	case "postgres":
+		return newPostgres
+	case "mysql":
+		return newMySQL
+	}
+	return nil
 }
 
 // needsSQS says whether the run sends or receives messages.
@@ -475,23 +513,24 @@ type backend struct {
 	setup      func(ctx context.Context) error
 	count      func(ctx context.Context, table, orderID string) (int, error)
 	// sqs sends the control's messages and receives stage 2's; sender
-	// sends the emitted ones (Config.Sender). Nil on PostgreSQL unless a
-	// flag needs SQS.
+	// sends the emitted ones (Config.Sender). Nil on PostgreSQL and MySQL
+	// unless a flag needs SQS.
 	sqs    sqsAPI
 	sender sqsonce.Sender
 }
 
 func newBackend(ctx context.Context, o options) (*backend, func(), error) {
-	if o.store == "postgres" && !o.needsSQS() {
-		return newPostgres(ctx, o)
+	onSQL := sqlBackend(o.store)
+	if onSQL != nil && !o.needsSQS() {
+		return onSQL(ctx, o)
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
 	b, closeBackend := newDynamo(dynamodb.NewFromConfig(awsCfg), o), func() {}
-	if o.store == "postgres" {
-		if b, closeBackend, err = newPostgres(ctx, o); err != nil {
+	if onSQL != nil {
+		if b, closeBackend, err = onSQL(ctx, o); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -609,4 +648,58 @@ func newPostgres(ctx context.Context, o options) (*backend, func(), error) {
 		},
 	}
 	return b, pool.Close, nil
+}
+
+// newMySQL is the MySQL (or MariaDB) backend: mysqlstore on a *sql.DB, and
+// the order and shipment rows as rows of their tables, in the same
+// database server.
+func newMySQL(_ context.Context, o options) (*backend, func(), error) {
+	db, err := sql.Open("mysql", o.database)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-database: %w", err)
+	}
+	insert := func(table string) string {
+		return "INSERT INTO " + mysqlIdent(table) + " (order_id, run, amount_cents) VALUES (?, ?, ?)"
+	}
+	b := &backend{
+		store: mysqlstore.New(db, o.records),
+		add: func(ctx context.Context, table string, row orderRow) error {
+			tx, err := mysqlstore.Tx(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, insert(table), row.OrderID, row.Run, row.AmountCents)
+			return err
+		},
+		write: func(ctx context.Context, table string, row orderRow) error {
+			_, err := db.ExecContext(ctx, insert(table), row.OrderID, row.Run, row.AmountCents)
+			return err
+		},
+		setup: func(ctx context.Context) error {
+			if err := mysqlstore.CreateTable(ctx, db, o.records); err != nil {
+				return err
+			}
+			for _, table := range []string{o.orders, o.shipments} {
+				// InnoDB: the engine with transactions, which the order
+				// row commits in; utf8mb4_bin: order ids compared byte
+				// for byte, as the store compares its keys.
+				if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+mysqlIdent(table)+" (order_id VARCHAR(255) NOT NULL, run VARCHAR(64) NOT NULL, amount_cents BIGINT NOT NULL, PRIMARY KEY (order_id, run)) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin"); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		count: func(ctx context.Context, table, orderID string) (int, error) {
+			var n int
+			err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+mysqlIdent(table)+" WHERE order_id = ?", orderID).Scan(&n)
+			return n, err
+		},
+	}
+	return b, func() { db.Close() }, nil
+}
+
+// mysqlIdent is a table name as a MySQL identifier, in backquotes, a
+// backquote in it doubled.
+func mysqlIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }

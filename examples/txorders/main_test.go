@@ -97,3 +97,28 @@ func TestAnEmittedMessageIsSentAfterTheCommit(t *testing.T) {
 		t.Errorf("sent %+v, want OrderAccepted for A-1001 to %s", m, o.emit)
 	}
 }
+
+// -database defaults to the store's environment variable, so that the
+// connection string, a secret, need not be on the command line; a flag
+// given wins.
+func TestDatabaseDefaultsToTheStoresVariable(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://u@pg/db")
+	t.Setenv("MYSQL_DSN", "u:p@tcp(my:3306)/db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-store", "postgres", "-order", "A"}, "postgres://u@pg/db"},
+		{[]string{"-store", "mysql", "-order", "A"}, "u:p@tcp(my:3306)/db"},
+		{[]string{"-store", "mysql", "-database", "v@tcp(other:3306)/x", "-order", "A"}, "v@tcp(other:3306)/x"},
+		{[]string{"-store", "dynamodb", "-order", "A"}, ""},
+	} {
+		o, err := parse(c.args, io.Discard)
+		if err != nil || o.database != c.want {
+			t.Errorf("%v: -database %q (%v), want %q", c.args, o.database, err, c.want)
+		}
+	}
+	if _, err := parse([]string{"-store", "mariadb", "-order", "A"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"mysql"`) {
+		t.Errorf("-store mariadb: %v, want a usage error naming \"mysql\"", err)
+	}
+}

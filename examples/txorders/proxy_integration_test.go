@@ -159,26 +159,65 @@ func resetConn(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-// pgTrigger picks the commit among the frontend messages of PostgreSQL's
-// protocol, by type and payload.
-type pgTrigger func(typ byte, payload []byte) bool
+// wireTrigger picks the commit among a database client's messages, by
+// its type (PostgreSQL's message type; MySQL's command byte) and its
+// payload after it.
+type wireTrigger func(typ byte, payload []byte) bool
 
-// commitStatement is the transactional store's commit: pgx's COMMIT, a
-// simple query.
-func commitStatement(typ byte, payload []byte) bool {
+// wireMessage is one message of a database client's, whole: raw is
+// forwarded as it came; typ and payload are what a wireTrigger sees, none
+// (typ 0) for a message that is no command (a startup, a handshake).
+type wireMessage struct {
+	raw     []byte
+	typ     byte
+	payload []byte
+}
+
+// wireReader reads a client's next message from its connection's
+// beginning: PostgreSQL's frontend (pgFrontend) or MySQL's client
+// (mysqlClient). A reader has state (where in the connection it is): one
+// per connection.
+type wireReader func(r *bufio.Reader) (wireMessage, error)
+
+// pgCommit is the transactional store's commit on PostgreSQL: pgx's
+// COMMIT, a simple query.
+func pgCommit(typ byte, payload []byte) bool {
 	return typ == 'Q' && strings.EqualFold(strings.TrimRight(string(payload), "\x00; "), "commit")
 }
 
-// completionStatement is the plain store's completion: the statement that
-// sets the record COMPLETED, parsed (or sent as a simple query) before it
-// runs. The acquire names COMPLETED only in its condition.
-func completionStatement(typ byte, payload []byte) bool {
+// pgCompletion is the plain store's completion on PostgreSQL: the
+// statement that sets the record COMPLETED, parsed (or sent as a simple
+// query) before it runs. The acquire names COMPLETED only in its
+// condition.
+func pgCompletion(typ byte, payload []byte) bool {
 	return (typ == 'P' || typ == 'Q') && bytes.Contains(payload, []byte("SET status = 'COMPLETED'"))
 }
 
-// startPostgresProxy is a commitProxy in front of the PostgreSQL server at
-// target (host:port): a TCP proxy that reads the frontend's messages.
-func startPostgresProxy(t *testing.T, target string, trigger pgTrigger, lose bool) *commitProxy {
+// MySQL's client commands: a text query, and a statement to prepare (how
+// go-sql-driver runs a statement with arguments).
+const (
+	comQuery       = 0x03
+	comStmtPrepare = 0x16
+)
+
+// mysqlCommit is the transactional store's commit on MySQL:
+// go-sql-driver's COMMIT, a text query.
+func mysqlCommit(typ byte, payload []byte) bool {
+	return typ == comQuery && strings.EqualFold(strings.TrimRight(string(payload), "; "), "commit")
+}
+
+// mysqlCompletion is the plain store's completion on MySQL: the statement
+// that sets the record COMPLETED, prepared (or sent as a text query)
+// before it runs. The acquire names COMPLETED only in its condition.
+func mysqlCompletion(typ byte, payload []byte) bool {
+	return (typ == comStmtPrepare || typ == comQuery) && bytes.Contains(payload, []byte("SET status = 'COMPLETED'"))
+}
+
+// startWireProxy is a commitProxy in front of the database server at
+// target (host:port): a TCP proxy that reads the client's messages with a
+// reader of protocol's, one per connection, and acts on the first that
+// trigger picks.
+func startWireProxy(t *testing.T, target string, protocol func() wireReader, trigger wireTrigger, lose bool) *commitProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -193,7 +232,7 @@ func startPostgresProxy(t *testing.T, target string, trigger pgTrigger, lose boo
 			if err != nil {
 				return
 			}
-			conns.Go(func() { p.relay(c, target, trigger, lose, &fired) })
+			conns.Go(func() { p.relay(c, target, protocol(), trigger, lose, &fired) })
 		}
 	}()
 	t.Cleanup(func() {
@@ -204,9 +243,9 @@ func startPostgresProxy(t *testing.T, target string, trigger pgTrigger, lose boo
 }
 
 // relay carries one connection. armed is set once the commit was
-// forwarded with lose: what the server sends from then on is its answer,
-// dropped.
-func (p *commitProxy) relay(c net.Conn, target string, trigger pgTrigger, lose bool, fired *atomic.Bool) {
+// forwarded with lose: what the server sends from then on is its answer
+// (both protocols answer one command at a time), dropped.
+func (p *commitProxy) relay(c net.Conn, target string, read wireReader, trigger wireTrigger, lose bool, fired *atomic.Bool) {
 	defer c.Close()
 	s, err := net.Dial("tcp", target)
 	if err != nil {
@@ -237,41 +276,19 @@ func (p *commitProxy) relay(c net.Conn, target string, trigger pgTrigger, lose b
 			}
 		}
 	}()
-	p.frontend(bufio.NewReader(c), s, trigger, lose, fired, &armed)
+	p.client(bufio.NewReader(c), s, read, trigger, lose, fired, &armed)
 	s.Close()
 	<-done
 }
 
-// frontend forwards the client's messages to s until the client closes:
-// the startup message (after an SSL or GSS encryption request, which
-// sslmode=disable does not send), then typed messages.
-func (p *commitProxy) frontend(r *bufio.Reader, s net.Conn, trigger pgTrigger, lose bool, fired, armed *atomic.Bool) {
+// client forwards the client's messages to s until the client closes.
+func (p *commitProxy) client(r *bufio.Reader, s net.Conn, read wireReader, trigger wireTrigger, lose bool, fired, armed *atomic.Bool) {
 	for {
-		msg, err := readStartup(r)
+		msg, err := read(r)
 		if err != nil {
 			return
 		}
-		if _, err := s.Write(msg); err != nil {
-			return
-		}
-		if code := binary.BigEndian.Uint32(msg[4:8]); code != 80877103 && code != 80877104 {
-			break
-		}
-	}
-	for {
-		var head [5]byte
-		if _, err := io.ReadFull(r, head[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint32(head[1:])) - 4
-		if n < 0 {
-			return
-		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return
-		}
-		if trigger(head[0], payload) && fired.CompareAndSwap(false, true) {
+		if msg.typ != 0 && trigger(msg.typ, msg.payload) && fired.CompareAndSwap(false, true) {
 			if !lose {
 				// Held: never forwarded; the client's death ends it.
 				p.acted()
@@ -280,9 +297,42 @@ func (p *commitProxy) frontend(r *bufio.Reader, s net.Conn, trigger pgTrigger, l
 			}
 			armed.Store(true)
 		}
-		if _, err := s.Write(append(head[:], payload...)); err != nil {
+		if _, err := s.Write(msg.raw); err != nil {
 			return
 		}
+	}
+}
+
+// pgFrontend reads PostgreSQL's frontend messages: the startup message
+// (after an SSL or GSS encryption request, which sslmode=disable does not
+// send), then typed messages.
+func pgFrontend() wireReader {
+	started := false
+	return func(r *bufio.Reader) (wireMessage, error) {
+		if !started {
+			msg, err := readStartup(r)
+			if err != nil {
+				return wireMessage{}, err
+			}
+			if code := binary.BigEndian.Uint32(msg[4:8]); code != 80877103 && code != 80877104 {
+				started = true
+			}
+			return wireMessage{raw: msg}, nil
+		}
+		var head [5]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return wireMessage{}, err
+		}
+		n := int(binary.BigEndian.Uint32(head[1:])) - 4
+		if n < 0 {
+			return wireMessage{}, io.ErrUnexpectedEOF
+		}
+		raw := make([]byte, 5+n)
+		copy(raw, head[:])
+		if _, err := io.ReadFull(r, raw[5:]); err != nil {
+			return wireMessage{}, err
+		}
+		return wireMessage{raw: raw, typ: head[0], payload: raw[5:]}, nil
 	}
 }
 
@@ -300,4 +350,30 @@ func readStartup(r *bufio.Reader) ([]byte, error) {
 	copy(msg, n[:])
 	_, err := io.ReadFull(r, msg[4:])
 	return msg, err
+}
+
+// mysqlClient reads MySQL's client packets: a 3-byte little-endian
+// length, a sequence id, the payload. A command opens a new exchange, its
+// sequence id 0, and its first byte is the command; the handshake
+// response and the authentication's packets that follow the server's are
+// numbered on from 1, and are no command. (A payload of 16 MiB or more
+// comes in several packets: the continuations, numbered on too, are no
+// command either.)
+func mysqlClient() wireReader {
+	return func(r *bufio.Reader) (wireMessage, error) {
+		var head [4]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return wireMessage{}, err
+		}
+		n := int(head[0]) | int(head[1])<<8 | int(head[2])<<16
+		raw := make([]byte, 4+n)
+		copy(raw, head[:])
+		if _, err := io.ReadFull(r, raw[4:]); err != nil {
+			return wireMessage{}, err
+		}
+		if head[3] != 0 || n == 0 {
+			return wireMessage{raw: raw}, nil
+		}
+		return wireMessage{raw: raw, typ: raw[4], payload: raw[5:]}, nil
+	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,6 +152,166 @@ func postgresBin(t *testing.T) string {
 	}
 	slices.Sort(dirs)
 	return filepath.Dir(dirs[len(dirs)-1])
+}
+
+// startMariaDB initialises a MariaDB data directory in a temporary
+// directory and starts mariadbd on a free loopback port, stopped when the
+// test ends, with a database "txorders" whose root has no password; it
+// returns the server's host:port (mariaDSN makes the program's DSN of it).
+// mariadbd refuses to run as root: as root both run as the mysql user.
+func startMariaDB(t *testing.T) string {
+	t.Helper()
+	installDB, mariadbd := mariadbBins(t)
+	dir, err := os.MkdirTemp("", "txorders-maria-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("mysql")
+		if err != nil {
+			t.Fatalf("running as root, and no mysql user to run MariaDB as (mariadbd refuses root): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	data := filepath.Join(dir, "data")
+	// --no-defaults: the machine's my.cnf (a system server's port, socket
+	// and data directory) is not the test's. The root account has no
+	// password (normal authentication, not the unix socket's). --tmpdir
+	// (passed on to the bootstrapping mariadbd, and given to the server
+	// below): a starting mariadbd deletes every #sql* file in its tmpdir,
+	// so one starting beside this install in a shared /tmp deleted the
+	// install's temporary tables ("Could not remove temporary table",
+	// "Unknown table 'mysql.tmp_user_sys'").
+	install := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
+		"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=8M", "--tmpdir="+dir)
+	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	}
+	// The server makes the database as it starts, before it says it is
+	// ready.
+	initFile := filepath.Join(dir, "init.sql")
+	if err := os.WriteFile(initFile, []byte("CREATE DATABASE IF NOT EXISTS txorders CHARACTER SET utf8mb4;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Another process may take the free port before mariadbd binds it: a
+	// few attempts make that race harmless.
+	var failures []string
+	for range 3 {
+		port := freePort(t)
+		cmd := exec.Command(mariadbd, "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
+			"--socket="+filepath.Join(dir, "mysqld.sock"), "--pid-file="+filepath.Join(dir, "mysqld.pid"), "--tmpdir="+dir,
+			"--init-file="+initFile, "--skip-name-resolve", "--skip-log-bin", "--performance-schema=OFF",
+			"--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--innodb-log-file-size=8M")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = dir
+		var log lockedBuffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start mariadbd: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		stop := func() {
+			// SIGTERM is mariadbd's shutdown: its sessions end, it exits.
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+		// mariadbd says it is ready on stderr once its port is bound and
+		// the init file has run: unlike a client's poll of the port, that
+		// is never another server's answer.
+		switch ready, err := waitForLine(&log, "ready for connections", exited); {
+		case ready:
+			t.Cleanup(stop)
+			return fmt.Sprintf("127.0.0.1:%d", port)
+		case err == nil:
+			stop()
+			t.Fatalf("mariadbd on port %d did not start within %s\n%s", port, serverStart, log.String())
+		default:
+			failures = append(failures, fmt.Sprintf("port %d: exited before it was ready: %v\n%s", port, err, log.String()))
+		}
+	}
+	t.Fatalf("mariadbd did not start:\n%s", strings.Join(failures, "\n"))
+	return ""
+}
+
+// waitForLine waits for a server's log to contain line (true), for the
+// server to exit (false, and how it exited), or for serverStart to pass
+// (false, nil).
+func waitForLine(log *lockedBuffer, line string, exited <-chan error) (bool, error) {
+	deadline := time.After(serverStart)
+	for !strings.Contains(log.String(), line) {
+		select {
+		case err := <-exited:
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return false, err
+		case <-deadline:
+			return false, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return true, nil
+}
+
+// lockedBuffer is a server's output, written by its exec.Cmd's copying
+// goroutine and read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// mariaDSN is the program's DSN for the database txorders on the MariaDB
+// (or a proxy of it) at addr.
+func mariaDSN(addr string) string { return "root@tcp(" + addr + ")/txorders" }
+
+// mariadbBins are mariadb-install-db and mariadbd: on PATH, or where
+// Debian's mariadb-server puts them (/usr/bin, /usr/sbin: not on a user's
+// PATH).
+func mariadbBins(t *testing.T) (installDB, mariadbd string) {
+	t.Helper()
+	find := func(name, dir string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+		t.Fatalf("MariaDB's %s is neither on PATH nor in %s: install mariadb-server (apt-get install mariadb-server)", name, dir)
+		return ""
+	}
+	return find("mariadb-install-db", "/usr/bin"), find("mariadbd", "/usr/sbin")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // poll calls ready until it succeeds, the server exits, or serverStart
