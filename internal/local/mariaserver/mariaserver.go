@@ -120,9 +120,13 @@ func (s *Server) start(ctx context.Context, cred *syscall.Credential, opts Optio
 	// --no-defaults: none of the system's my.cnf (its socket and pid file
 	// in /run/mysqld, a system server's). Root may log in over TCP from
 	// 127.0.0.1 with no password (normal authentication, not unix_socket).
+	// --tmpdir: the bootstrap server deletes every #sql* file in its
+	// temporary directory as it starts, so in the shared /tmp it would
+	// delete another server's install files mid-way (that install then
+	// fails: "Unknown table 'mysql.tmp_user_sys'").
 	if err := proc.Run(ctx, cred, s.dir, s.progs.InstallDB, "--no-defaults", "--datadir="+data,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
-		"--innodb-log-file-size=8M"); err != nil {
+		"--innodb-log-file-size=8M", "--tmpdir="+s.dir); err != nil {
 		return err
 	}
 	// The database is made by the server as it starts, before it accepts

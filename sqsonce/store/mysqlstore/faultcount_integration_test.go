@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // faultKind is what happens to a key's first delivery in
@@ -60,7 +59,7 @@ func faultOrders(t testing.TB, db *sql.DB, table string) map[string]int {
 // times, with lost COMMIT answers, connections dropped before COMMIT,
 // holders that die between their effect and their completion and holders
 // paused past their lock, count the order rows per key in the business
-// table. In transactional mode (the order written through mysqlstore.Tx)
+// table. In transactional mode (the order written through Tx)
 // every key has exactly one; in plain mode (the order written on the pool
 // by itself, then the completion) the same run shows a second row for
 // every key whose holder died or paused after its effect: the faults are
@@ -80,7 +79,7 @@ func TestFaultsCountEffects(t *testing.T) {
 			if _, err := direct.ExecContext(t.Context(), `TRUNCATE TABLE `+table); err != nil {
 				t.Fatal(err)
 			}
-			shared := mysqlstore.New(direct, records)
+			shared := New(direct, records)
 			var mu sync.Mutex
 			applied, armed := 0, 0
 			var errs []string
@@ -112,7 +111,7 @@ func TestFaultsCountEffects(t *testing.T) {
 						return
 					}
 					defer db.Close()
-					p := processor(t, mysqlstore.New(db, records), base)
+					p := processor(t, New(db, records), base)
 					fn := work(db)
 					switch f {
 					case faultLostAnswer:

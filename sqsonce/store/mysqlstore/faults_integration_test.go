@@ -1,6 +1,6 @@
 //go:build integration
 
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"database/sql"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
-	"github.com/sqs-once/sqs-once/sqsonce/store/mysqlstore"
 )
 
 // pgstore's fault tests on MariaDB, through mariaserver's Proxy, which
@@ -46,12 +45,12 @@ func faultDB(t testing.TB, dsn string) *sql.DB {
 
 // faultStore is a store whose pool goes through a proxy of its own, on a
 // table shared by the fault tests, with the effects read directly.
-func faultStore(t *testing.T) (*mysqlstore.Store, *mariaserver.Proxy, effects) {
+func faultStore(t *testing.T) (*Store, *mariaserver.Proxy, effects) {
 	t.Helper()
 	direct := newDB(t, plainParams)
 	newTable(t, direct, "faults")
 	proxy, dsn := faultProxy(t)
-	return mysqlstore.New(faultDB(t, dsn), "faults"), proxy, newEffects(t, direct)
+	return New(faultDB(t, dsn), "faults"), proxy, newEffects(t, direct)
 }
 
 // TestFaultLostCommitAnswerIsRecognised: the COMMIT reaches the server, which
