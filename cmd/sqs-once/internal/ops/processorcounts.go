@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -117,8 +118,10 @@ func (c *Counts) Processor(ctx context.Context, function string) ProcessorCounts
 			return pc
 		}
 		for _, r := range out.MetricDataResults {
-			i, err := strconv.Atoi(aws.ToString(r.Id)[min(1, len(aws.ToString(r.Id))):])
-			if err != nil || i < 0 || i >= len(sums) {
+			// An id is "m" and the metric's index in countedMetrics.
+			digits, ok := strings.CutPrefix(aws.ToString(r.Id), "m")
+			i, err := strconv.Atoi(digits)
+			if !ok || err != nil || i < 0 || i >= len(sums) {
 				continue
 			}
 			for _, v := range r.Values {
