@@ -334,6 +334,13 @@ func (c *cli) queues() *Queues {
 	return &Queues{SQS: sqs.NewFromConfig(c.cfg), Metrics: metrics, MetricsEndpoint: aws.ToString(metrics.Options().BaseEndpoint), Now: c.io.Now}
 }
 
+// counts reads the processor's metrics from the CloudWatch the queues'
+// age comes from.
+func (c *cli) counts() *Counts {
+	metrics := cloudwatch.NewFromConfig(c.cfg)
+	return &Counts{Metrics: metrics, MetricsEndpoint: aws.ToString(metrics.Options().BaseEndpoint), Now: c.io.Now}
+}
+
 // run wraps a command's body: errors are marked as the command's own (not
 // cobra's usage errors) and, with --json, reported as {"error": ...} too.
 func (c *cli) run(body func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,7 @@ func (c *cli) statusCmd() *cobra.Command {
 	var pendingAge, window time.Duration
 	cmd := &cobra.Command{
 		Use:   "status [--locks] [--pending [--pending-age D] [--dedupe-window D]] [--verbose]",
-		Short: "Depth and oldest age of the main, dead-letter and operator queues; with --locks, the PROCESSING records; with --pending, the keys with messages pending",
+		Short: "Depth and oldest age of the main, dead-letter and operator queues, the processor's counts of the last hour; with --locks, the PROCESSING records; with --pending, the keys with messages pending",
 		Long: `status shows each queue's approximate depth (visible, in flight, delayed) and
 the age of its oldest message (CloudWatch's ApproximateAgeOfOldestMessage,
 the newest datapoint of the last 15 minutes). An endpoint set in place of
@@ -28,6 +29,14 @@ serve that metric gives "not available on this endpoint"; --verbose adds
 the SDK's error. On AWS's own endpoint, or for a refusal or throttling
 anywhere, the error itself is shown: a role without
 cloudwatch:GetMetricStatistics, say.
+
+With --stack it also shows what the stack's processor did in the last hour
+(whole minutes, in UTC): the sums of the metrics it writes to CloudWatch
+(namespace sqs-once, dimension FunctionName, through its log in the
+embedded metric format), Processed and Duplicate always, the others
+(Failed, ForwardedToOperator, LockLost, ...) when not zero; --json has
+them all. Reading them needs cloudwatch:GetMetricData; an endpoint that
+does not serve it is "not available on this endpoint", as for the age.
 
 It also runs the store's own check on the idempotency table (the one
 preflight runs) and says its state: exists, missing, TTL off,
@@ -79,6 +88,8 @@ PostgreSQL table's rows).`,
 			Pending *PendingCount `json:"pending,omitempty"`
 			// Table is the store's own check of the idempotency table.
 			Table *StoreCheck `json:"table,omitempty"`
+			// Processor is the stack's processor's counts (with --stack).
+			Processor *ProcessorCounts `json:"processor,omitempty"`
 		}
 		rep := report{Targets: c.targets, Queues: []QueueStatus{}}
 		// --table with --store postgres or mysql names an SQL table: no
@@ -100,6 +111,10 @@ PostgreSQL table's rows).`,
 		}
 		if len(rep.Queues) == 0 && !locks && !pending {
 			return fmt.Errorf("%w: no queue to show: give --stack, or --main-queue, --dlq, --operator-queue", ErrUsage)
+		}
+		if c.targets.Stack != "" {
+			pc := c.counts().StackProcessor(ctx, cloudformation.NewFromConfig(c.cfg), c.targets.Stack)
+			rep.Processor = &pc
 		}
 		if (locks || pending) && rep.Table != nil && rep.Table.State == TableMissing {
 			return fmt.Errorf("table %s%s: %w: no locks or pending messages to look for; sqs-once preflight names the command that creates it", rep.Table.Table, inRegion(c.cfg.Region), ErrNoTable)
@@ -210,6 +225,9 @@ PostgreSQL table's rows).`,
 				break
 			}
 		}
+		if rep.Processor != nil {
+			fmt.Fprintln(w, processorWords(*rep.Processor, verbose))
+		}
 		if locks {
 			fmt.Fprintf(w, "\n%s under %s# in %s (%s scanned)\n", count(len(rep.Locks), "PROCESSING record", "PROCESSING records"), c.targets.KeyPrefix, scannedIn, count(rep.Scanned, "item", "items"))
 			if len(rep.Locks) > 0 {
@@ -248,6 +266,27 @@ func (c *cli) ageNote(s QueueStatus, verbose bool) string {
 		return note + "; --verbose shows the SDK's error)"
 	}
 	return note + "): " + s.AgeError
+}
+
+// processorWords is status's line of the processor's counts: the counts,
+// or why there are none (the SDK's error for an endpoint that does not
+// serve CloudWatch only with verbose, as ageNote).
+func processorWords(pc ProcessorCounts, verbose bool) string {
+	if pc.Function == "" {
+		return "processor: " + pc.Note
+	}
+	line := fmt.Sprintf("processor %s (%s): ", pc.Function, periodWords(pc))
+	switch {
+	case pc.Note == MetricNotAvailable:
+		line += pc.Note + " (the endpoint set in place of AWS's does not serve CloudWatch's metrics of namespace " + pc.Namespace
+		if !verbose {
+			return line + "; --verbose shows the SDK's error)"
+		}
+		return line + "): " + pc.Error
+	case pc.Note != "":
+		return line + pc.Note
+	}
+	return line + processorCountsWords(pc)
 }
 
 // printPending says what status --pending found: how many keys have had

@@ -48,10 +48,26 @@ type QueueStatus struct {
 	AgeError string `json:"ageError,omitempty"`
 }
 
-// AgeNotAvailable is QueueStatus.AgeNote when the CloudWatch endpoint does
-// not serve the age metric at all: an emulator's (moto_server answers 404
+// MetricNotAvailable is what status says of a metric when the CloudWatch
+// endpoint does not serve it at all: an emulator's (moto_server answers 404
 // in a protocol the SDK cannot decode), not AWS failing to answer.
-const AgeNotAvailable = "not available on this endpoint"
+const MetricNotAvailable = "not available on this endpoint"
+
+// AgeNotAvailable is QueueStatus.AgeNote when the endpoint does not serve
+// the age metric (MetricNotAvailable).
+const AgeNotAvailable = MetricNotAvailable
+
+// metricNote is what status says of a CloudWatch read that failed with
+// err, and the SDK's error kept for --verbose and --json: an endpoint set
+// in place of AWS's (custom) that does not serve CloudWatch is
+// MetricNotAvailable, any other failure (a role without the permission,
+// throttling) the error itself.
+func metricNote(err error, custom bool) (note, sdkErr string) {
+	if metricUnavailable(err, custom) {
+		return MetricNotAvailable, err.Error()
+	}
+	return "unknown: " + awsError("CloudWatch", err).Error(), err.Error()
+}
 
 // QueueName is the last segment of a queue URL (or of a queue ARN): the
 // name CloudWatch's QueueName dimension uses.
@@ -105,11 +121,7 @@ func (q *Queues) Status(ctx context.Context, name, queueURL string) (QueueStatus
 	if err != nil {
 		// The depth is still worth showing: the age needs
 		// cloudwatch:GetMetricStatistics, which a role may lack.
-		st.AgeError = err.Error()
-		st.AgeNote = "unknown: " + awsError("CloudWatch", err).Error()
-		if metricUnavailable(err, q.MetricsEndpoint != "") {
-			st.AgeNote = AgeNotAvailable
-		}
+		st.AgeNote, st.AgeError = metricNote(err, q.MetricsEndpoint != "")
 		return st, nil
 	}
 	var newest *cwtypes.Datapoint
