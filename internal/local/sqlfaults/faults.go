@@ -34,20 +34,29 @@ func count(t *testing.T, e storetest.Effects, name string) int {
 	return n
 }
 
+// begin takes a lock on a new id of the kind's ("faults#<kind>-<now>"),
+// as "owner-a", and adds one effect of the id's name in its transaction:
+// each fault test starts from that, its effect not yet committed.
+func begin(t *testing.T, s store.Transactor, e storetest.Effects, kind string) (now time.Time, name, id string, lease store.Lease, tx store.Tx) {
+	t.Helper()
+	now = time.Now().Truncate(time.Millisecond)
+	name = kind + "-" + now.String()
+	id = "faults#" + name
+	lease = acquire(t, s, id, "owner-a", now)
+	tx = s.Begin(lease)
+	if err := e.Add(t.Context(), tx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	return now, name, id, lease, tx
+}
+
 // LostCommitAnswerIsRecognised: the COMMIT reaches the server, which
 // commits, and the connection drops before its answer: Commit reads the
 // record, finds its own completion and returns nil; the effect is there
 // once, and a repeat of Commit applies nothing more.
 func LostCommitAnswerIsRecognised(t *testing.T, newStore NewStore) {
 	s, proxy, e := newStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "lost-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
+	now, name, id, lease, tx := begin(t, s, e, "lost")
 	proxy.Arm(sqlproxy.LoseCommitAnswer)
 	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour), Result: []byte("r"), Outbox: []byte("o")}); err != nil {
 		t.Fatalf("Commit whose answer was lost returned %v; want nil (the record shows the commit applied)", err)
@@ -75,14 +84,7 @@ func LostCommitAnswerIsRecognised(t *testing.T, newStore NewStore) {
 // the lease's; released and taken again, the work commits once.
 func DroppedBeforeCommitIsNotCommitted(t *testing.T, newStore NewStore) {
 	s, proxy, e := newStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "dropped-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
+	now, name, id, lease, tx := begin(t, s, e, "dropped")
 	proxy.Arm(sqlproxy.DropBeforeCommit)
 	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
 	if !errors.Is(err, store.ErrNotCommitted) {
@@ -124,14 +126,7 @@ func DroppedBeforeCommitIsNotCommitted(t *testing.T, newStore NewStore) {
 // and the effect is there once.
 func UnsettledCommitReadsAgain(t *testing.T, newStore NewStore) {
 	s, proxy, e := newStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "unsettled-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
+	now, name, _, _, tx := begin(t, s, e, "unsettled")
 	proxy.Arm(sqlproxy.LoseCommitAnswerAndCrash)
 	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotCommitted) || errors.Is(err, store.ErrLockLost) {

@@ -46,8 +46,9 @@ func faultDB(t testing.TB, dsn string) *sql.DB {
 }
 
 // faultStore is a store whose pool goes through a proxy of its own, on a
-// table shared by the fault tests, with the effects read directly.
-func faultStore(t *testing.T) (*Store, *mariaserver.Proxy, effects) {
+// table shared by the fault tests, with the effects read directly: a
+// sqlfaults.NewStore.
+func faultStore(t *testing.T) (store.Transactor, *sqlproxy.Proxy, storetest.Effects) {
 	t.Helper()
 	direct := newDB(t, plainParams)
 	newTable(t, direct, "faults")
@@ -58,21 +59,17 @@ func faultStore(t *testing.T) (*Store, *mariaserver.Proxy, effects) {
 // The COMMIT-fault tests are sqlfaults', shared with pgstore; each runs
 // here on MariaDB through faultStore.
 
-func newFaultStore(t *testing.T) (store.Transactor, *sqlproxy.Proxy, storetest.Effects) {
-	return faultStore(t)
-}
-
 // TestFaultLostCommitAnswerIsRecognised: sqlfaults.LostCommitAnswerIsRecognised.
 func TestFaultLostCommitAnswerIsRecognised(t *testing.T) {
-	sqlfaults.LostCommitAnswerIsRecognised(t, newFaultStore)
+	sqlfaults.LostCommitAnswerIsRecognised(t, faultStore)
 }
 
 // TestFaultDroppedBeforeCommitIsNotCommitted: sqlfaults.DroppedBeforeCommitIsNotCommitted.
 func TestFaultDroppedBeforeCommitIsNotCommitted(t *testing.T) {
-	sqlfaults.DroppedBeforeCommitIsNotCommitted(t, newFaultStore)
+	sqlfaults.DroppedBeforeCommitIsNotCommitted(t, faultStore)
 }
 
 // TestFaultUnsettledCommitReadsAgain: sqlfaults.UnsettledCommitReadsAgain.
 func TestFaultUnsettledCommitReadsAgain(t *testing.T) {
-	sqlfaults.UnsettledCommitReadsAgain(t, newFaultStore)
+	sqlfaults.UnsettledCommitReadsAgain(t, faultStore)
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // faultStore is a store whose pool goes through a proxy of its own, on a
-// table shared by the fault tests, with the effects read directly.
-func faultStore(t *testing.T) (*pgstore.Store, *pgserver.Proxy, effects) {
+// table shared by the fault tests, with the effects read directly: a
+// sqlfaults.NewStore.
+func faultStore(t *testing.T) (store.Transactor, *sqlproxy.Proxy, storetest.Effects) {
 	t.Helper()
 	direct := newPool(t, "")
 	newTable(t, direct, "faults")
@@ -45,21 +46,17 @@ func count(t *testing.T, e effects, name string) int {
 // The COMMIT-fault tests are sqlfaults', shared with mysqlstore; each
 // runs here on PostgreSQL through faultStore.
 
-func newFaultStore(t *testing.T) (store.Transactor, *sqlproxy.Proxy, storetest.Effects) {
-	return faultStore(t)
-}
-
 // TestLostCommitAnswerIsRecognised: sqlfaults.LostCommitAnswerIsRecognised.
 func TestLostCommitAnswerIsRecognised(t *testing.T) {
-	sqlfaults.LostCommitAnswerIsRecognised(t, newFaultStore)
+	sqlfaults.LostCommitAnswerIsRecognised(t, faultStore)
 }
 
 // TestDroppedBeforeCommitIsNotCommitted: sqlfaults.DroppedBeforeCommitIsNotCommitted.
 func TestDroppedBeforeCommitIsNotCommitted(t *testing.T) {
-	sqlfaults.DroppedBeforeCommitIsNotCommitted(t, newFaultStore)
+	sqlfaults.DroppedBeforeCommitIsNotCommitted(t, faultStore)
 }
 
 // TestUnsettledCommitReadsAgain: sqlfaults.UnsettledCommitReadsAgain.
 func TestUnsettledCommitReadsAgain(t *testing.T) {
-	sqlfaults.UnsettledCommitReadsAgain(t, newFaultStore)
+	sqlfaults.UnsettledCommitReadsAgain(t, faultStore)
 }
