@@ -3,7 +3,6 @@ package sqlfaults
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -36,20 +35,6 @@ type Orders struct {
 // the work's transaction.
 type NewOrders func(t *testing.T, mode string, tx bool) Orders
 
-// processor is a Processor on s whose clock stands at now.
-func processor(t testing.TB, s store.Store, lockFor time.Duration, now time.Time) *sqsonce.Processor {
-	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{
-		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
-		Logger: slog.New(slog.DiscardHandler),
-		Test:   sqsonce.TestConfig{Now: func() time.Time { return now }},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // fault is what happens to a key's first delivery in FaultsCountEffects.
 type fault int
 
@@ -77,11 +62,12 @@ func (f fault) String() string {
 // died or paused after its effect: the faults are placed, not timed, so
 // the counts are exact.
 //
-// newOrders gives each mode's tables and work; lockFor is the lock the
-// processors take; keyTimeout bounds one key's deliveries, so that a key
-// that cannot finish (a pool whose connections all wait for one more, a
-// lock wait that never ends) fails the run instead of hanging it.
-func FaultsCountEffects(t *testing.T, newOrders NewOrders, lockFor, keyTimeout time.Duration) {
+// newOrders gives each mode's tables and work; processor is the store's
+// Processor on s with its clock fixed at now, whose lock is lockFor;
+// keyTimeout bounds one key's deliveries, so that a key that cannot
+// finish (a pool whose connections all wait for one more, a lock wait
+// that never ends) fails the run instead of hanging it.
+func FaultsCountEffects(t *testing.T, newOrders NewOrders, processor func(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor, lockFor, keyTimeout time.Duration) {
 	const keys = 240
 	base := time.Now().Truncate(time.Millisecond)
 	for _, mode := range []struct {
@@ -104,10 +90,10 @@ func FaultsCountEffects(t *testing.T, newOrders NewOrders, lockFor, keyTimeout t
 				defer cancel()
 				key := fmt.Sprintf("k%03d", i)
 				f := fault(i % int(kinds))
-				later := processor(t, shared, lockFor, base.Add(2*lockFor))
+				later := processor(t, shared, base.Add(2*lockFor))
 				switch f {
 				case noFault:
-					_ = processor(t, shared, lockFor, base).Do(ctx, key, o.Work(key))
+					_ = processor(t, shared, base).Do(ctx, key, o.Work(key))
 				case lostAnswer, droppedCommit, crashed:
 					s, proxy, work, closeProxied, err := o.Proxied(ctx)
 					if err != nil {
@@ -115,7 +101,7 @@ func FaultsCountEffects(t *testing.T, newOrders NewOrders, lockFor, keyTimeout t
 						return
 					}
 					defer closeProxied()
-					p := processor(t, s, lockFor, base)
+					p := processor(t, s, base)
 					fn := work(key)
 					switch f {
 					case lostAnswer:
@@ -141,13 +127,13 @@ func FaultsCountEffects(t *testing.T, newOrders NewOrders, lockFor, keyTimeout t
 					}
 					if f == droppedCommit {
 						// Released: the redelivery runs at once.
-						_ = processor(t, shared, lockFor, base).Do(ctx, key, o.Work(key))
+						_ = processor(t, shared, base).Do(ctx, key, o.Work(key))
 					}
 				case paused:
 					written, resume, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 					go func() {
 						defer close(done)
-						_ = processor(t, shared, lockFor, base).Do(ctx, key, func(ctx context.Context) error {
+						_ = processor(t, shared, base).Do(ctx, key, func(ctx context.Context) error {
 							err := o.Work(key)(ctx)
 							close(written)
 							<-resume
@@ -166,7 +152,7 @@ func FaultsCountEffects(t *testing.T, newOrders NewOrders, lockFor, keyTimeout t
 				case concurrent:
 					var wg sync.WaitGroup
 					for range 2 {
-						wg.Go(func() { _ = processor(t, shared, lockFor, base).Do(ctx, key, o.Work(key)) })
+						wg.Go(func() { _ = processor(t, shared, base).Do(ctx, key, o.Work(key)) })
 					}
 					wg.Wait()
 				}

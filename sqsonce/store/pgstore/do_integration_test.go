@@ -24,7 +24,7 @@ import (
 const lockFor = time.Minute
 
 // processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s *pgstore.Store, now time.Time) *sqsonce.Processor {
+func processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
 	t.Helper()
 	p, err := sqsonce.New(sqsonce.Config{
 		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
@@ -169,5 +169,5 @@ func TestFaultsCountEffects(t *testing.T) {
 			},
 			Count: func(t testing.TB) map[string]int { return orders(t, direct, table) },
 		}
-	}, lockFor, 30*time.Second)
+	}, processor, lockFor, 30*time.Second)
 }
