@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
 
 // lockFor is the processors' lock; later is a holder's clock past it.
 const lockFor = time.Minute
 
 // processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s *Store, now time.Time) *sqsonce.Processor {
+func processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
 	t.Helper()
 	p, err := sqsonce.New(sqsonce.Config{
 		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,

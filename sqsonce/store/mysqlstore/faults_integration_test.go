@@ -4,19 +4,21 @@ package mysqlstore
 
 import (
 	"database/sql"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqs-once/sqs-once/internal/local/mariaserver"
+	"github.com/sqs-once/sqs-once/internal/local/sqlfaults"
+	"github.com/sqs-once/sqs-once/internal/local/sqlproxy"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
+	"github.com/sqs-once/sqs-once/sqsonce/store/storetest"
 )
 
-// pgstore's fault tests on MariaDB, through mariaserver's Proxy, which
-// acts on a COMMIT as pgserver's does; their names begin with TestFault
-// so that -run Fault runs them all (TestFaultsCountEffects too).
+// The COMMIT-fault tests of pgstore (sqlfaults) on MariaDB, through
+// mariaserver's Proxy, which acts on a COMMIT as pgserver's does; their
+// names begin with TestFault so that -run Fault runs them all
+// (TestFaultsCountEffects too).
 
 // faultProxy is a mariaserver.Proxy in front of the test binary's server
 // (serverDSN's address), closed when t ends, and the DSN of the server's
@@ -44,8 +46,9 @@ func faultDB(t testing.TB, dsn string) *sql.DB {
 }
 
 // faultStore is a store whose pool goes through a proxy of its own, on a
-// table shared by the fault tests, with the effects read directly.
-func faultStore(t *testing.T) (*Store, *mariaserver.Proxy, effects) {
+// table shared by the fault tests, with the effects read directly: a
+// sqlfaults.NewStore.
+func faultStore(t *testing.T) (store.Transactor, *sqlproxy.Proxy, storetest.Effects) {
 	t.Helper()
 	direct := newDB(t, plainParams)
 	newTable(t, direct, "faults")
@@ -53,120 +56,20 @@ func faultStore(t *testing.T) (*Store, *mariaserver.Proxy, effects) {
 	return New(faultDB(t, dsn), "faults"), proxy, newEffects(t, direct)
 }
 
-// TestFaultLostCommitAnswerIsRecognised: the COMMIT reaches the server, which
-// commits, and the connection drops before its answer: Commit reads the
-// record, finds its own completion and returns nil; the effect is there
-// once, and a repeat of Commit applies nothing more.
+// The COMMIT-fault tests are sqlfaults', shared with pgstore; each runs
+// here on MariaDB through faultStore.
+
+// TestFaultLostCommitAnswerIsRecognised: sqlfaults.LostCommitAnswerIsRecognised.
 func TestFaultLostCommitAnswerIsRecognised(t *testing.T) {
-	s, proxy, e := faultStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "lost-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Arm(mariaserver.LoseCommitAnswer)
-	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour), Result: []byte("r"), Outbox: []byte("o")}); err != nil {
-		t.Fatalf("Commit whose answer was lost returned %v; want nil (the record shows the commit applied)", err)
-	}
-	if proxy.Applied() != 1 {
-		t.Fatalf("the proxy lost %d COMMIT answers; want 1: the test proves nothing", proxy.Applied())
-	}
-	if n := count(t, e, name); n != 1 {
-		t.Errorf("after a commit whose answer was lost the effect is there %d times; want 1", n)
-	}
-	rec, err := s.Read(t.Context(), id)
-	if err != nil || rec.Status != store.StatusCompleted || rec.Fence != lease.Fence || string(rec.Result) != "r" || string(rec.Outbox) != "o" {
-		t.Errorf("the record after the commit is %v, result %q, outbox %q (%v); want COMPLETED with fence %d, the result and the outbox", rec, rec.Result, rec.Outbox, err, lease.Fence)
-	}
-	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour), Result: []byte("r"), Outbox: []byte("o")}); err != nil {
-		t.Errorf("a repeat of the recognised Commit returned %v; want nil", err)
-	}
-	if n := count(t, e, name); n != 1 {
-		t.Errorf("after a repeated Commit the effect is there %d times; want 1", n)
-	}
+	sqlfaults.LostCommitAnswerIsRecognised(t, faultStore)
 }
 
-// TestFaultDroppedBeforeCommitIsNotCommitted: the connection drops before the
-// COMMIT reaches the server: ErrNotCommitted, no effect, the lock still
-// the lease's; released and taken again, the work commits once.
+// TestFaultDroppedBeforeCommitIsNotCommitted: sqlfaults.DroppedBeforeCommitIsNotCommitted.
 func TestFaultDroppedBeforeCommitIsNotCommitted(t *testing.T) {
-	s, proxy, e := faultStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "dropped-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Arm(mariaserver.DropBeforeCommit)
-	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
-	if !errors.Is(err, store.ErrNotCommitted) {
-		t.Fatalf("Commit whose connection dropped before COMMIT returned %v; want ErrNotCommitted", err)
-	}
-	if proxy.Applied() != 1 {
-		t.Fatalf("the proxy dropped %d COMMITs; want 1", proxy.Applied())
-	}
-	if n := count(t, e, name); n != 0 {
-		t.Errorf("the effect of a transaction never committed is there %d times; want 0", n)
-	}
-	if rec, err := s.Read(t.Context(), id); err != nil || rec.Status != store.StatusProcessing || rec.Owner != lease.Owner {
-		t.Errorf("the record is %v (%v); want still the lease's lock", rec, err)
-	}
-	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); !errors.Is(err, store.ErrNotCommitted) {
-		t.Errorf("a repeat of the Commit returned %v; want ErrNotCommitted again", err)
-	}
-	if err := s.Release(t.Context(), lease, now); err != nil {
-		t.Fatal(err)
-	}
-	again := acquire(t, s, id, "owner-b", now.Add(time.Second))
-	tx2 := s.Begin(again)
-	if err := e.Add(t.Context(), tx2, name, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx2.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
-		t.Fatalf("the retry's Commit: %v", err)
-	}
-	if n := count(t, e, name); n != 1 {
-		t.Errorf("after the retry the effect is there %d times; want 1", n)
-	}
+	sqlfaults.DroppedBeforeCommitIsNotCommitted(t, faultStore)
 }
 
-// TestFaultUnsettledCommitReadsAgain: the COMMIT's answer is lost and the
-// record cannot be read (the database unreachable): Commit returns an
-// error matching ErrUnavailable, neither ErrNotCommitted nor ErrLockLost
-// (the outcome is unknown; it was in fact committed); once the database
-// answers again, a repeat of Commit only reads the record and returns nil,
-// and the effect is there once.
+// TestFaultUnsettledCommitReadsAgain: sqlfaults.UnsettledCommitReadsAgain.
 func TestFaultUnsettledCommitReadsAgain(t *testing.T) {
-	s, proxy, e := faultStore(t)
-	now := time.Now().Truncate(time.Millisecond)
-	name := "unsettled-" + now.String()
-	id := "faults#" + name
-	lease := acquire(t, s, id, "owner-a", now)
-	tx := s.Begin(lease)
-	if err := e.Add(t.Context(), tx, name, false); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Arm(mariaserver.LoseCommitAnswerAndCrash)
-	err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)})
-	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotCommitted) || errors.Is(err, store.ErrLockLost) {
-		t.Fatalf("Commit whose answer was lost, the record unreadable, returned %v; want ErrUnavailable alone (the outcome unknown)", err)
-	}
-	if proxy.Applied() != 1 {
-		t.Fatalf("the proxy applied %d faults; want 1", proxy.Applied())
-	}
-	if n := count(t, e, name); n != 1 {
-		t.Fatalf("the commit applied the effect %d times; want 1 (the COMMIT reached the server)", n)
-	}
-	proxy.Recover()
-	if err := tx.Commit(t.Context(), store.Completion{Until: now.Add(time.Hour)}); err != nil {
-		t.Errorf("the repeat of Commit, the database answering again, returned %v; want nil (the record shows its completion)", err)
-	}
-	if n := count(t, e, name); n != 1 {
-		t.Errorf("after the repeat the effect is there %d times; want 1", n)
-	}
+	sqlfaults.UnsettledCommitReadsAgain(t, faultStore)
 }

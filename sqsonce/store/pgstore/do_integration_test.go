@@ -5,17 +5,18 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sqs-once/sqs-once/internal/local/pgserver"
+	"github.com/sqs-once/sqs-once/internal/local/sqlfaults"
+	"github.com/sqs-once/sqs-once/internal/local/sqlproxy"
 	"github.com/sqs-once/sqs-once/sqsonce"
+	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 )
 
@@ -23,7 +24,7 @@ import (
 const lockFor = time.Minute
 
 // processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s *pgstore.Store, now time.Time) *sqsonce.Processor {
+func processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
 	t.Helper()
 	p, err := sqsonce.New(sqsonce.Config{
 		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
@@ -138,187 +139,35 @@ func TestProcessorCheckOnAMissingTable(t *testing.T) {
 	}
 }
 
-// fault is what happens to a key's first delivery in TestFaultsCountEffects.
-type fault int
-
-const (
-	noFault       fault = iota // delivered, then duplicates
-	lostAnswer                 // the answer to its COMMIT lost
-	droppedCommit              // the connection dropped before its COMMIT
-	crashed                    // the holder dies between its effect and its completion
-	paused                     // the holder pauses past its lock, another takes over
-	concurrent                 // two deliveries at once
-	kinds
-)
-
-func (f fault) String() string {
-	return [...]string{"none", "lost COMMIT answer", "dropped before COMMIT", "crash after the effect", "paused past the lock", "concurrent deliveries"}[f]
-}
-
-// TestFaultsCountEffects: over a few hundred keys, each delivered several
-// times, with lost COMMIT answers, connections dropped before COMMIT,
-// holders that die between their effect and their completion and holders
-// paused past their lock, count the order rows per key. In transactional
-// mode (the order written through pgstore.Tx) every key has exactly one;
-// in plain mode (the order written on the pool by itself, then the
-// completion) the same run shows a second row for every key whose holder
-// died or paused after its effect: the faults are placed, not timed, so
-// the counts are exact.
+// TestFaultsCountEffects: sqlfaults.FaultsCountEffects on PostgreSQL
+// (pool connections that all wait for one more fail a key within 30s).
 func TestFaultsCountEffects(t *testing.T) {
-	const keys = 240
 	direct := newPool(t, "")
-	base := time.Now().Truncate(time.Millisecond)
-	for _, mode := range []struct {
-		name string
-		tx   bool
-	}{{"transactional", true}, {"plain", false}} {
-		t.Run(mode.name, func(t *testing.T) {
-			records, table := "fault_records_"+mode.name, "fault_orders_"+mode.name
-			newTable(t, direct, records)
-			ordersTable(t, direct, table)
-			if _, err := direct.Exec(t.Context(), `TRUNCATE `+records+`, `+table); err != nil {
-				t.Fatal(err)
+	sqlfaults.FaultsCountEffects(t, func(t *testing.T, mode string, tx bool) sqlfaults.Orders {
+		records, table := "fault_records_"+mode, "fault_orders_"+mode
+		newTable(t, direct, records)
+		ordersTable(t, direct, table)
+		if _, err := direct.Exec(t.Context(), `TRUNCATE `+records+`, `+table); err != nil {
+			t.Fatal(err)
+		}
+		work := func(pool *pgxpool.Pool) func(string) func(context.Context) error {
+			return func(key string) func(context.Context) error {
+				return func(ctx context.Context) error { return insertOrder(ctx, pool, table, key, tx) }
 			}
-			shared := pgstore.New(direct, records)
-			var mu sync.Mutex
-			applied, armed := 0, 0
-			var errs []string
-			report := func(format string, args ...any) {
-				mu.Lock()
-				defer mu.Unlock()
-				errs = append(errs, fmt.Sprintf(format, args...))
-			}
-			run := func(i int) {
-				// A key that cannot finish (a pool whose connections all
-				// wait for one more) fails the run instead of hanging it.
-				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-				defer cancel()
-				key := fmt.Sprintf("k%03d", i)
-				f := fault(i % int(kinds))
-				work := func(pool *pgxpool.Pool) func(context.Context) error {
-					return func(ctx context.Context) error { return insertOrder(ctx, pool, table, key, mode.tx) }
+		}
+		return sqlfaults.Orders{
+			Store: pgstore.New(direct, records),
+			Work:  work(direct),
+			Proxied: func(ctx context.Context) (store.Store, *sqlproxy.Proxy, func(string) func(context.Context) error, func(), error) {
+				proxy := pgserver.NewProxy(t, server)
+				pool, err := pgxpool.New(ctx, proxy.DSN)
+				if err != nil {
+					proxy.Close()
+					return nil, nil, nil, nil, err
 				}
-				later := processor(t, shared, base.Add(2*lockFor))
-				switch f {
-				case noFault:
-					_ = processor(t, shared, base).Do(ctx, key, work(direct))
-				case lostAnswer, droppedCommit, crashed:
-					proxy := pgserver.NewProxy(t, server)
-					defer proxy.Close()
-					pool, err := pgxpool.New(ctx, proxy.DSN)
-					if err != nil {
-						report("%s: %v", key, err)
-						return
-					}
-					defer pool.Close()
-					p := processor(t, pgstore.New(pool, records), base)
-					fn := work(pool)
-					switch f {
-					case lostAnswer:
-						proxy.Arm(pgserver.LoseCommitAnswer)
-					case droppedCommit:
-						proxy.Arm(pgserver.DropBeforeCommit)
-					case crashed:
-						fn = func(ctx context.Context) error {
-							err := work(pool)(ctx)
-							proxy.Crash() // after the effect, before the completion
-							return err
-						}
-					}
-					err = p.Do(ctx, key, fn)
-					if f == lostAnswer && err != nil {
-						report("%s (%s): Do returned %v; want the lost answer recognised", key, f, err)
-					}
-					if mode.tx && (f == lostAnswer || f == droppedCommit) {
-						mu.Lock()
-						armed++
-						applied += proxy.Applied()
-						mu.Unlock()
-					}
-					if f == droppedCommit {
-						// Released: the redelivery runs at once.
-						_ = processor(t, shared, base).Do(ctx, key, work(direct))
-					}
-				case paused:
-					written, resume, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-					go func() {
-						defer close(done)
-						_ = processor(t, shared, base).Do(ctx, key, func(ctx context.Context) error {
-							err := work(direct)(ctx)
-							close(written)
-							<-resume
-							return err
-						})
-					}()
-					<-written
-					_ = later.Do(ctx, key, work(direct))
-					close(resume)
-					<-done
-				case concurrent:
-					var wg sync.WaitGroup
-					for range 2 {
-						wg.Go(func() { _ = processor(t, shared, base).Do(ctx, key, work(direct)) })
-					}
-					wg.Wait()
-				}
-				// Redeliveries, after every holder's lock (the crashed
-				// one's included) has expired: each runs the work only if
-				// no completion is recorded.
-				for range 2 {
-					_ = later.Do(ctx, key, work(direct))
-				}
-			}
-			var wg sync.WaitGroup
-			next := make(chan int)
-			for range 6 {
-				wg.Go(func() {
-					for i := range next {
-						run(i)
-					}
-				})
-			}
-			for i := range keys {
-				next <- i
-			}
-			close(next)
-			wg.Wait()
-			for _, e := range errs {
-				t.Error(e)
-			}
-
-			got := orders(t, direct, table)
-			var missing, dup []string
-			wantDup := 0
-			for i := range keys {
-				key := fmt.Sprintf("k%03d", i)
-				f := fault(i % int(kinds))
-				if f == crashed || f == paused {
-					wantDup++
-				}
-				switch n := got[key]; {
-				case n == 0:
-					missing = append(missing, key+" ("+f.String()+")")
-				case n > 1:
-					dup = append(dup, fmt.Sprintf("%s (%s) %d", key, f, n))
-				}
-			}
-			if len(missing) > 0 {
-				t.Errorf("%d keys have no order row: %v", len(missing), missing)
-			}
-			if mode.tx {
-				if applied != armed {
-					t.Errorf("the proxies applied %d of %d armed COMMIT faults: the run did not test what it says", applied, armed)
-				}
-				if len(dup) > 0 {
-					t.Errorf("transactional: %d keys have more than one order row: %v; want exactly one each", len(dup), dup)
-				}
-				t.Logf("transactional: %d keys, %d COMMIT faults applied, %d holders crashed or paused after their effect: %d keys with more than one order row, %d without", keys, applied, wantDup, len(dup), len(missing))
-				return
-			}
-			if len(dup) != wantDup {
-				t.Errorf("plain: %d keys have more than one order row (%v); want exactly the %d whose holder crashed or paused after its effect", len(dup), dup, wantDup)
-			}
-			t.Logf("plain: %d keys, %d with more than one order row (the holders that crashed or paused after their effect)", keys, len(dup))
-		})
-	}
+				return pgstore.New(pool, records), proxy, work(pool), func() { pool.Close(); proxy.Close() }, nil
+			},
+			Count: func(t testing.TB) map[string]int { return orders(t, direct, table) },
+		}
+	}, processor, lockFor, 30*time.Second)
 }
