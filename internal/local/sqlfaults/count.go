@@ -3,6 +3,7 @@ package sqlfaults
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -62,12 +63,13 @@ func (f fault) String() string {
 // died or paused after its effect: the faults are placed, not timed, so
 // the counts are exact.
 //
-// newOrders gives each mode's tables and work; processor is the store's
-// Processor on s with its clock fixed at now, whose lock is lockFor;
+// newOrders gives each mode's tables and work (run by Processor, whose
+// lock is LockFor);
 // keyTimeout bounds one key's deliveries, so that a key that cannot
 // finish (a pool whose connections all wait for one more, a lock wait
 // that never ends) fails the run instead of hanging it.
-func FaultsCountEffects(t *testing.T, newOrders NewOrders, processor func(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor, lockFor, keyTimeout time.Duration) {
+func FaultsCountEffects(t *testing.T, newOrders NewOrders, keyTimeout time.Duration) {
+	processor, lockFor := Processor, LockFor
 	const keys = 240
 	base := time.Now().Truncate(time.Millisecond)
 	for _, mode := range []struct {
@@ -216,4 +218,23 @@ func FaultsCountEffects(t *testing.T, newOrders NewOrders, processor func(t test
 			t.Logf("plain: %d keys, %d with more than one order row (the holders that crashed or paused after their effect)", keys, len(dup))
 		})
 	}
+}
+
+// LockFor is the lock of the stores' processors in these tests; a holder
+// whose clock is two of them ahead takes a paused holder's key over.
+const LockFor = time.Minute
+
+// Processor runs Do on s with its clock fixed at now and its lock LockFor:
+// the stores' tests' processor, one for every store.
+func Processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
+	t.Helper()
+	p, err := sqsonce.New(sqsonce.Config{
+		Store: s, KeyPrefix: "orders", LockTimeout: LockFor,
+		Logger: slog.New(slog.DiscardHandler),
+		Test:   sqsonce.TestConfig{Now: func() time.Time { return now }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -6,31 +6,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sqs-once/sqs-once/internal/local/sqlfaults"
 	"github.com/sqs-once/sqs-once/sqsonce"
-	"github.com/sqs-once/sqs-once/sqsonce/store"
 )
-
-// lockFor is the processors' lock; later is a holder's clock past it.
-const lockFor = time.Minute
-
-// processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
-	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{
-		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
-		Logger: slog.New(slog.DiscardHandler),
-		Test:   sqsonce.TestConfig{Now: func() time.Time { return now }},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // ordersTable creates a business table of the test's: one row per order
 // written, no key constraint, so that a duplicate shows as a second row.
@@ -76,7 +58,7 @@ func TestTransactionalHandlerOnce(t *testing.T) {
 	s := newTable(t, db, "do_records")
 	ordersTable(t, db, "do_orders")
 	now := time.Now().Truncate(time.Millisecond)
-	p := processor(t, s, now)
+	p := sqlfaults.Processor(t, s, now)
 	key := "once-" + now.String()
 	failed := errors.New("the payment was declined")
 	if err := p.Do(t.Context(), key, func(ctx context.Context) error {
@@ -117,7 +99,7 @@ func TestPausedHolderCommitsNothing(t *testing.T) {
 	for _, tx := range []bool{true, false} {
 		base := time.Now().Truncate(time.Millisecond)
 		key := "paused-" + base.String()
-		a, b := processor(t, s, base), processor(t, s, base.Add(2*lockFor))
+		a, b := sqlfaults.Processor(t, s, base), sqlfaults.Processor(t, s, base.Add(2*sqlfaults.LockFor))
 		written, resume := make(chan struct{}), make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
@@ -155,7 +137,7 @@ func TestPausedHolderCommitsNothing(t *testing.T) {
 // table does not exist says so, matching ErrMisconfigured, and gives the
 // fix.
 func TestProcessorCheckOnAMissingTable(t *testing.T) {
-	p := processor(t, New(newDB(t, plainParams), "no_such_table"), time.Now())
+	p := sqlfaults.Processor(t, New(newDB(t, plainParams), "no_such_table"), time.Now())
 	err := p.Check(t.Context())
 	if !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "CreateTable") || !strings.Contains(err.Error(), "CREATE TABLE") {
 		t.Errorf("Check on a missing table returned %v; want ErrMisconfigured with CreateTable and the CREATE TABLE", err)

@@ -67,5 +67,5 @@ func TestFaultsCountEffects(t *testing.T) {
 			},
 			Count: func(t testing.TB) map[string]int { return faultOrders(t, direct, table) },
 		}
-	}, processor, lockFor, 60*time.Second)
+	}, 60*time.Second)
 }

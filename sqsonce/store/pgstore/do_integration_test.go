@@ -5,7 +5,6 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,23 +18,6 @@ import (
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 )
-
-// lockFor is the processors' lock; later is a holder's clock past it.
-const lockFor = time.Minute
-
-// processor runs Do on s with its clock fixed at now.
-func processor(t testing.TB, s store.Store, now time.Time) *sqsonce.Processor {
-	t.Helper()
-	p, err := sqsonce.New(sqsonce.Config{
-		Store: s, KeyPrefix: "orders", LockTimeout: lockFor,
-		Logger: slog.New(slog.DiscardHandler),
-		Test:   sqsonce.TestConfig{Now: func() time.Time { return now }},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // ordersTable creates a business table of the test's: one row per order
 // written, no key constraint, so that a duplicate shows as a second row.
@@ -95,7 +77,7 @@ func TestPausedHolderCommitsNothing(t *testing.T) {
 	ordersTable(t, pool, "do_orders")
 	base := time.Now().Truncate(time.Millisecond)
 	key := "paused-" + base.String()
-	a, b := processor(t, s, base), processor(t, s, base.Add(2*lockFor))
+	a, b := sqlfaults.Processor(t, s, base), sqlfaults.Processor(t, s, base.Add(2*sqlfaults.LockFor))
 	written, resume := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -132,7 +114,7 @@ func TestPausedHolderCommitsNothing(t *testing.T) {
 // table does not exist says so, matching ErrMisconfigured, and gives the
 // fix.
 func TestProcessorCheckOnAMissingTable(t *testing.T) {
-	p := processor(t, pgstore.New(newPool(t, ""), "no_such_table"), time.Now())
+	p := sqlfaults.Processor(t, pgstore.New(newPool(t, ""), "no_such_table"), time.Now())
 	err := p.Check(t.Context())
 	if !errors.Is(err, sqsonce.ErrMisconfigured) || !strings.Contains(err.Error(), "pgstore.CreateTable") || !strings.Contains(err.Error(), "CREATE TABLE") {
 		t.Errorf("Check on a missing table returned %v; want ErrMisconfigured with pgstore.CreateTable and the CREATE TABLE", err)
@@ -169,5 +151,5 @@ func TestFaultsCountEffects(t *testing.T) {
 			},
 			Count: func(t testing.TB) map[string]int { return orders(t, direct, table) },
 		}
-	}, processor, lockFor, 30*time.Second)
+	}, 30*time.Second)
 }

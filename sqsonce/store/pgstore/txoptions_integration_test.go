@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sqs-once/sqs-once/internal/local/sqlfaults"
 	"github.com/sqs-once/sqs-once/sqsonce/store"
 	"github.com/sqs-once/sqs-once/sqsonce/store/pgstore"
 )
@@ -19,7 +20,7 @@ import (
 func txOf(t *testing.T, s *pgstore.Store, id string) (store.Lease, store.Tx, context.Context) {
 	t.Helper()
 	now := time.Now()
-	lease, err := s.Acquire(t.Context(), store.AcquireRequest{ID: id, Owner: "owner-" + id, Now: now, LockUntil: now.Add(lockFor)})
+	lease, err := s.Acquire(t.Context(), store.AcquireRequest{ID: id, Owner: "owner-" + id, Now: now, LockUntil: now.Add(sqlfaults.LockFor)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestRepeatableReadAfterARenewalIsNotCommitted(t *testing.T) {
 			if _, err := ptx.Exec(ctx, `INSERT INTO txrenew_orders (key) VALUES ($1)`, id); err != nil {
 				t.Fatal(err)
 			}
-			renewed, err := s.Renew(t.Context(), lease, time.Now().Add(2*lockFor))
+			renewed, err := s.Renew(t.Context(), lease, time.Now().Add(2*sqlfaults.LockFor))
 			if err != nil {
 				t.Fatal(err)
 			}
