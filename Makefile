@@ -63,13 +63,15 @@ REDIS_TESTS = sqsonce/store/redisstore/testdata/proc_redis_integration_test.go
 # MODEL_JOBS: how many of the model's searches run at once ("": one per core).
 MODEL_JOBS ?=
 
-# TEST_P: how many packages' tests go test runs at once (its -p; by default
-# one per core). Three on two cores: the tests spend much of their time
-# waiting on servers and clocks (moto's, a function's timeout), so a third
-# package fills the idle core: a fresh clone's make test here took 6:05
-# with three, 7:13 with two, 5:58 with four (whose longest packages took
-# half as long again: too close to their timeouts on a busy machine).
-TEST_P ?= 3
+# TEST_P: how many packages' tests go test runs at once (its -p). Two, one
+# per core: three were faster in a fresh clone here (6:05 against 7:13, the
+# tests wait on servers and clocks), but made two tests fail in a later
+# run: a demo invocation that was not crashed passed its 10 s function
+# timeout (TestDemoTxCrashCommitsOnce counts the uncommitted), and a
+# CreateStack whose slow answer the SDK retried found its own stack
+# (TestCutoverSwapsTheMappings: AlreadyExistsException). TEST_P=3 for speed
+# where those are mended.
+TEST_P ?= 2
 
 # TESTFLAGS go to every go test of unit: -count=1 runs each test again
 # even when go test's cache has its result (the cache keys a result on the
