@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,12 +150,18 @@ func (p *Prepared) Deploy(ctx context.Context, awsCfg aws.Config) (*Stack, error
 	for _, name := range names {
 		cfParams = append(cfParams, cftypes.Parameter{ParameterKey: aws.String(name), ParameterValue: aws.String(values[name])})
 	}
+	token, err := deployToken()
+	if err != nil {
+		return nil, err
+	}
 	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{
-		StackName:    aws.String(stackName),
-		TemplateBody: aws.String(string(raw)),
-		Parameters:   cfParams,
-		Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityIam},
-	}); err != nil {
+		StackName:          aws.String(stackName),
+		TemplateBody:       aws.String(string(raw)),
+		Parameters:         cfParams,
+		Capabilities:       []cftypes.Capability{cftypes.CapabilityCapabilityIam},
+		ClientRequestToken: aws.String(token),
+		Tags:               []cftypes.Tag{{Key: aws.String(deployTag), Value: aws.String(token)}},
+	}); err != nil && !createdByThisCall(ctx, cf, stackName, token, err) {
 		return nil, fmt.Errorf("samstack: create stack %s: %w", stackName, err)
 	}
 	if err := waitCreated(ctx, cf, stackName); err != nil {
@@ -218,6 +226,45 @@ func placeholderZip() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// deployTag is the tag Deploy puts on the stack it creates, its value a
+// token of that one Deploy: it tells Deploy's own stack from another one of
+// the same name.
+const deployTag = "samstack:deploy"
+
+// deployToken is a new random token for one CreateStack.
+func deployToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("samstack: deploy token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// createdByThisCall reports whether err, CreateStack's error, only says the
+// stack exists because this very call created it: the SDK retries a
+// CreateStack whose answer was lost or slow (an endpoint that applied it and
+// then failed, timed out or reset the connection), and the retry finds the
+// stack the first attempt made. moto_server ignores ClientRequestToken, which
+// would make CloudFormation itself answer the retry as the first attempt, so
+// the stack's tag is what tells Deploy's own stack from someone else's: a
+// stack of that name without this call's token stays an error.
+func createdByThisCall(ctx context.Context, cf *cloudformation.Client, stackName, token string, err error) bool {
+	var exists *cftypes.AlreadyExistsException
+	if !errors.As(err, &exists) {
+		return false
+	}
+	out, derr := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stackName)})
+	if derr != nil || len(out.Stacks) != 1 {
+		return false
+	}
+	for _, tag := range out.Stacks[0].Tags {
+		if aws.ToString(tag.Key) == deployTag {
+			return aws.ToString(tag.Value) == token
+		}
+	}
+	return false
 }
 
 // bounded is ctx with DefaultTimeout when it has no deadline of its own.

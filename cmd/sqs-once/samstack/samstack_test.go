@@ -15,12 +15,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqs-once/sqs-once/cmd/sqs-once/samstack"
+	"github.com/sqs-once/sqs-once/internal/local/faultproxy"
 	"github.com/sqs-once/sqs-once/internal/local/mototest"
 )
 
@@ -298,6 +300,53 @@ func TestDeployRejectsBadParametersBeforeCreating(t *testing.T) {
 	}
 	if _, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx(t), &cloudformation.DescribeStacksInput{StackName: aws.String(name)}); err == nil {
 		t.Error("the stack was created despite the bad parameters")
+	}
+}
+
+// TestDeployTakesItsOwnRetriedStack has the endpoint apply CreateStack and
+// then fail its answer, as a loaded moto_server (or a lost connection) does:
+// the SDK retries, the retry finds the stack the first attempt created, and
+// Deploy goes on with it instead of failing with AlreadyExistsException.
+func TestDeployTakesItsOwnRetriedStack(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []faultproxy.Fault{faultproxy.FailAfter, faultproxy.ResetAfter} {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel()
+			p, err := faultproxy.Start(mototest.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			p.Script("CreateStack", fault)
+			cfg := mototest.Config(t)
+			cfg.BaseEndpoint = aws.String(p.URL)
+			st, err := samstack.Deploy(ctx(t), cfg, mototest.Name("retried"), app, map[string]string{"Timeout": "10"})
+			if err != nil {
+				t.Fatalf("Deploy after a CreateStack applied and answered %v: %v", fault, err)
+			}
+			if p.Pending() != 0 {
+				t.Fatalf("the %v fault was never injected", fault)
+			}
+			if st.Status != "CREATE_COMPLETE" {
+				t.Errorf("status %s", st.Status)
+			}
+		})
+	}
+}
+
+// TestDeployRefusesAnotherStackOfTheSameName: a stack of that name that
+// this Deploy did not create is not taken for its own.
+func TestDeployRefusesAnotherStackOfTheSameName(t *testing.T) {
+	t.Parallel()
+	cfg := mototest.Config(t)
+	name := mototest.Name("taken")
+	if _, err := samstack.Deploy(ctx(t), cfg, name, app, map[string]string{"Timeout": "10"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := samstack.Deploy(ctx(t), cfg, name, app, map[string]string{"Timeout": "10"})
+	var exists *cftypes.AlreadyExistsException
+	if !errors.As(err, &exists) {
+		t.Fatalf("second Deploy of %s: err = %v, want AlreadyExistsException", name, err)
 	}
 }
 
