@@ -183,13 +183,28 @@ func TestDemoTxCrashCommitsOnce(t *testing.T) {
 	if se := s.SideEffects; se.Multiple != 0 || se.ExactlyOnce != 30 || se.Total != 30 || s.Lost != 0 || len(s.Window.Keys) != 0 {
 		t.Errorf("side effects %+v, window %+v, lost %d", s.SideEffects, s.Window.Keys, s.Lost)
 	}
-	if tx := s.Transactional; tx == nil || tx.CrashedUncommitted != 2 || tx.Uncommitted != 2 || tx.Staged != 32 {
-		t.Errorf("transactional %+v: want 32 staged, the 2 crashed ones never committed", tx)
+	// Each of the 30 keys committed once (above); the 2 crashed
+	// invocations' staged effects never were. On a loaded machine an
+	// invocation the demo did not crash may also pass its function timeout
+	// after staging: its effect is not committed either and the key's
+	// redelivery commits it, one more staged and uncommitted effect that
+	// is no failure, so those are counted, not fixed at 2.
+	tx := s.Transactional
+	if tx == nil {
+		t.Fatal("no transactional counts in the summary")
 	}
-	if iv := s.Invocations; iv.TimedOutCrash < 1 || iv.TimedOut != iv.TimedOutCrash || len(s.Unexpected) != 0 {
+	iv := s.Invocations
+	slow := iv.TimedOut - iv.TimedOutCrash - iv.TimedOutChaos
+	if tx.CrashedUncommitted != 2 || tx.Uncommitted < 2 || tx.Staged != 30+tx.Uncommitted {
+		t.Errorf("transactional %+v: want 30 committed of %d staged, the 2 crashed ones never committed", tx, 30+tx.Uncommitted)
+	}
+	if extra := tx.Uncommitted - tx.CrashedUncommitted; extra > 0 {
+		t.Logf("%d staged effects of invocations the demo did not crash were not committed (%d invocations passed the function timeout without a crash): the machine is loaded", extra, slow)
+	}
+	if iv.TimedOutCrash < 1 || slow < 0 || len(s.Unexpected) != 0 {
 		t.Errorf("invocations %+v, notes %v", iv, s.Unexpected)
 	}
-	for _, want := range []string{"  more than once      0 keys  [ok]", "committed in the business table", "2 never committed, 2 of them by an invocation the demo crashed before its commit",
+	for _, want := range []string{"  more than once      0 keys  [ok]", "committed in the business table", fmt.Sprintf("%d never committed, 2 of them by an invocation the demo crashed before its commit", tx.Uncommitted),
 		"duplicate window      not hit", "verdict: OK"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
