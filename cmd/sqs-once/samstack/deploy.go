@@ -99,7 +99,10 @@ type Prepared struct {
 func Prepare(ctx context.Context, region, stackName, templatePath string, params map[string]string) (*Prepared, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	key := stackName + "/code.zip"
+	// One code key for every stack: the placeholder is the same, and a
+	// translation that does not name the stack is one the cache can answer
+	// for the next stack with the same parameters.
+	key := "code.zip"
 	tmpl, err := translate(ctx, templatePath, params, region, "s3://"+CodeBucket+"/"+key)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@
 package samstack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,6 +83,90 @@ func TestTranslateRejectsInvalidTemplate(t *testing.T) {
 	if len(te.Causes) == 0 || !strings.Contains(err.Error(), "Worker") {
 		t.Errorf("error does not name the resource: %v", err)
 	}
+}
+
+// TestTranslationCache counts the translator's runs (a python3 wrapper
+// that notes each translation, not the version query): a translation is
+// read back for the same template bytes, parameters and region, wherever
+// the template file is, and made again when any of them changes, when the
+// kept one is damaged, and always with the cache off.
+func TestTranslationCache(t *testing.T) {
+	// Not parallel: it sets the interpreter, the cache and the region for
+	// the whole process.
+	dir := t.TempDir()
+	t.Setenv(samstack.CacheDirEnv, dir)
+	t.Setenv(samstack.NoCacheEnv, "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	calls := filepath.Join(t.TempDir(), "calls")
+	wrapper := filepath.Join(t.TempDir(), "python-counting")
+	script := "#!/bin/sh\ncase \"$2\" in *'Transform a SAM template'*) echo translation >> '" + calls + "';; esac\nexec python3 \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(samstack.PythonEnv, wrapper)
+	runs := func() int {
+		data, err := os.ReadFile(calls)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return strings.Count(string(data), "translation")
+	}
+	translate := func(path string, params map[string]string, want int, why string) samstack.Template {
+		t.Helper()
+		tmpl, err := samstack.Translate(ctx(t), path, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs(); got != want {
+			t.Fatalf("%s: %d translator runs so far, want %d", why, got, want)
+		}
+		return tmpl
+	}
+	blue := map[string]string{"Label": "blue"}
+	first := translate(app, blue, 1, "the first translation")
+	if again := translate(app, blue, 1, "the same template and parameters"); !jsonEqual(again, first) {
+		t.Error("the kept translation differs from the translator's")
+	}
+	translate(app, map[string]string{"Label": "green"}, 2, "another parameter value")
+	data, err := os.ReadFile(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(copied, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	translate(copied, blue, 2, "the same bytes at another path")
+	// The same length, one byte else: a key of the length alone misses it.
+	changed := bytes.Replace(data, []byte("# A small"), []byte("# a small"), 1)
+	if bytes.Equal(changed, data) {
+		t.Fatal("testdata/app.yaml no longer starts with the comment the test changes")
+	}
+	if err := os.WriteFile(copied, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	translate(copied, blue, 3, "changed template bytes")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	translate(app, blue, 4, "another region")
+	t.Setenv("AWS_REGION", "us-east-1")
+
+	entries, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("%d entries kept (%v), want one per translation", len(entries), err)
+	}
+	for _, e := range entries {
+		if err := os.WriteFile(e, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if damaged := translate(app, blue, 5, "a damaged entry"); !jsonEqual(damaged, first) {
+		t.Error("the translation after a damaged entry differs from the first")
+	}
+	translate(app, blue, 5, "the entry written anew")
+
+	t.Setenv(samstack.NoCacheEnv, "1")
+	translate(app, blue, 6, "the cache off")
+	translate(app, blue, 7, "the cache off, again")
 }
 
 func TestTranslateMissingTools(t *testing.T) {

@@ -78,6 +78,15 @@ func translate(ctx context.Context, templatePath string, params map[string]strin
 		return nil, err
 	}
 
+	cache := translationCache(ctx, bin, templatePath, params, codeURI, region)
+	if out, ok := cache.read(); ok {
+		var t Template
+		if err := json.Unmarshal(out, &t); err == nil {
+			return t, nil
+		}
+		// A damaged entry: translate again, and write it anew.
+	}
+
 	cmd := exec.CommandContext(ctx, bin, "-c", translateScript)
 	cmd.Stdin = bytes.NewReader(req)
 	var stdout, stderr bytes.Buffer
@@ -102,5 +111,8 @@ func translate(ctx context.Context, templatePath string, params map[string]strin
 	if err := json.Unmarshal(stdout.Bytes(), &t); err != nil {
 		return nil, fmt.Errorf("samstack: SAM translator output is not JSON: %w", err)
 	}
+	// A cache that cannot be written costs the next translation its
+	// seconds, nothing else.
+	_ = cache.write(stdout.Bytes())
 	return t, nil
 }
