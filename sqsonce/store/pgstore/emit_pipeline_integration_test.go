@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -206,167 +207,27 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 	}
 
 	modes := []pipelineMode{{"emit", true, false}, {"emit on PostgreSQL", true, true}, {"send in handler", false, false}}
+	// Each mode's run and Sender, made before the modes run side by side
+	// (each on queues and a table of its own): the maps are only read
+	// while they run.
 	results := map[string]*pipelineRun{}
 	senders := map[string]*dyingSender{}
 	for _, mode := range modes {
-		run := &pipelineRun{shipments: map[string]int{}, orders: map[string]int{}, paused: map[string]bool{}}
-		results[mode.name] = run
-		q1 := mototest.NewQueue(t, cfg, false, nil)
-		q2 := mototest.NewQueue(t, cfg, false, nil)
-		table := mototest.NewIdempotencyTable(t, cfg)
-		// The send's answer lost: SQS applies the batch, the proxy answers
-		// 500, once per order marked so (the first batch carrying it).
-		proxy, err := faultproxy.Start(mototest.URL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		for i := range pipelineOrders {
-			if pipelineFaultOf(i) == sendAnswerLost {
-				proxy.ScriptWhen("SendMessageBatch", faultproxy.BodyContains(fmt.Sprintf(`\"order\":\"%s\"`, orderName(mode.name, i))), faultproxy.FailAfter)
-			}
-		}
-		viaProxy := cfg.Copy()
-		viaProxy.BaseEndpoint = aws.String(proxy.URL)
-		viaProxy.RetryMaxAttempts = 1
-		sqsDirect := sqs.NewFromConfig(cfg)
-		sqsProxied := sqs.NewFromConfig(viaProxy)
-		var store1 store.Store = dynamostore.NewTransactional(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table)
-		if mode.pg {
-			store1 = pgstore.New(pool, "emit_stage1")
-		}
-		died := map[string]bool{}
-		var diedMu sync.Mutex
-		// stage1 is a stage 1 invocation's processor, its clock ahead by
-		// ahead: the first invocation's, or (2*pipelineLock) the one that
-		// takes a paused holder's key over. first: its lock lost is
-		// counted (only a paused holder's may be).
-		stage1 := func(ahead time.Duration, first bool, h sqsonce.Handler) *sqsonce.Processor {
-			c := sqsonce.ConsumerConfig{
-				Config: sqsonce.Config{Store: store1, KeyPrefix: "stage1", LockTimeout: pipelineLock, Logger: quiet, OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
-					run.mu.Lock()
-					defer run.mu.Unlock()
-					if o.Reason == sqsonce.ReasonEmitPending {
-						run.pending++
-					}
-					if o.LockLost && first {
-						run.refused++
-					}
-				}, Test: sqsonce.TestConfig{Now: func() time.Time { return time.Now().Add(ahead) }}},
-				Key: sqsonce.KeyFromBody("/order"), AWS: cfg,
-			}
-			if mode.emit {
-				c.Sender = senders[mode.name]
-			}
-			p, err := sqsonce.NewConsumer(c, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		// takeOver is the paused holder's message delivered again, to an
-		// invocation whose clock is past the holder's lock: SQS redelivers
-		// a message whose visibility timeout ran out while its holder was
-		// held. It returns once that invocation has answered.
-		var takeOver func(ctx context.Context, msg events.SQSMessage)
-		var handler1 sqsonce.Handler
+		results[mode.name] = &pipelineRun{shipments: map[string]int{}, orders: map[string]int{}, paused: map[string]bool{}}
 		if mode.emit {
-			senders[mode.name] = &dyingSender{Sender: &targets.Sender{SQS: sqsProxied}, died: map[string]bool{}}
-			handler1 = func(ctx context.Context, msg events.SQSMessage) error {
-				var b orderBody
-				if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
-					return sqsonce.Permanent(err)
-				}
-				run.add(run.orders, b.Order)
-				if mode.pg {
-					tx, err := pgstore.Tx(ctx)
-					if err != nil {
-						return err
-					}
-					if _, err := tx.Exec(ctx, `INSERT INTO emit_orders (name) VALUES ($1)`, b.Order); err != nil {
-						return err
-					}
-				}
-				m := sqsonce.Message{To: "sqs:" + q2, Body: msg.Body}
-				pause := run.pause(b)
-				if pause {
-					m.Attributes = map[string]string{attrHolder: "paused"}
-				}
-				if err := sqsonce.Emit(ctx, m); err != nil {
-					return err
-				}
-				if pause {
-					takeOver(ctx, msg)
-				}
-				return nil
-			}
-		} else {
-			handler1 = func(ctx context.Context, msg events.SQSMessage) error {
-				var b orderBody
-				if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
-					return sqsonce.Permanent(err)
-				}
-				run.add(run.orders, b.Order)
-				_, err := sqsProxied.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q2), Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(msg.Body)}}})
-				if err != nil {
-					return err
-				}
-				if run.pause(b) {
-					takeOver(ctx, msg)
-					return nil
-				}
-				diedMu.Lock()
-				defer diedMu.Unlock()
-				if pipelineFault(b.Fault) == diesBeforeSend && !died[b.Order] {
-					died[b.Order] = true
-					return errors.New("the invocation died after the send, before the completion")
-				}
-				return nil
-			}
+			senders[mode.name] = &dyingSender{died: map[string]bool{}}
 		}
-		p1 := stage1(0, true, handler1)
-		later := stage1(2*pipelineLock, false, handler1)
-		takeOver = func(_ context.Context, msg events.SQSMessage) {
-			// Another invocation: its own context, nothing of the held
-			// work's, its deadline 30 s after its clock's now (the
-			// processor budgets the batch by its clock).
-			ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(2*pipelineLock+30*time.Second))
-			defer cancel()
-			resp, err := later.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
-			if err != nil || len(resp.BatchItemFailures) > 0 {
-				t.Errorf("%s: the invocation taking a paused holder's key over: %v, %d records failed", mode.name, err, len(resp.BatchItemFailures))
-			}
+	}
+	t.Run("modes", func(t *testing.T) {
+		for _, mode := range modes {
+			t.Run(mode.name, func(t *testing.T) {
+				t.Parallel()
+				runPipelineMode(t, cfg, quiet, pool, mode, results[mode.name], senders[mode.name])
+			})
 		}
-		stage2Cfg := sqsonce.ConsumerConfig{
-			Config: sqsonce.Config{Store: dynamostore.New(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table), KeyPrefix: "stage2", Logger: quiet},
-			Key:    sqsonce.KeyFromAttribute(sqsonce.AttrEmitID), AWS: cfg,
-		}
-		if !mode.emit {
-			// Nothing stable to key on: a message sent twice is two.
-			stage2Cfg.Key = sqsonce.KeyFromMessageID()
-		}
-		p2, err := sqsonce.NewConsumer(stage2Cfg, func(ctx context.Context, msg events.SQSMessage) error {
-			var b orderBody
-			if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
-				return sqsonce.Permanent(err)
-			}
-			run.add(run.shipments, b.Order)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Every order twice: a producer's retry.
-		for i := range pipelineOrders {
-			body, _ := json.Marshal(orderBody{Order: orderName(mode.name, i), Fault: int(pipelineFaultOf(i))})
-			for range 2 {
-				if _, err := sqsDirect.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q1), MessageBody: aws.String(string(body))}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		drain(t, sqsDirect, q1, p1.Handle)
-		drain(t, sqsDirect, q2, p2.Handle)
+	})
+	if t.Failed() {
+		return
 	}
 
 	faulted, paused := 0, 0
@@ -443,6 +304,180 @@ func TestEmitPipelineUnderFaults(t *testing.T) {
 	}
 }
 
+// runPipelineMode runs one mode of TestEmitPipelineUnderFaults on queues
+// and a table of its own, counting into run; sender is the emit modes'
+// Sender (nil for the control), its SQS client set here.
+func runPipelineMode(t *testing.T, cfg aws.Config, quiet *slog.Logger, pool *pgxpool.Pool, mode pipelineMode, run *pipelineRun, sender *dyingSender) {
+	q1 := mototest.NewQueue(t, cfg, false, nil)
+	q2 := mototest.NewQueue(t, cfg, false, nil)
+	table := mototest.NewIdempotencyTable(t, cfg)
+	// The send's answer lost: SQS applies the batch, the proxy answers
+	// 500, once per order marked so (the first batch carrying it).
+	proxy, err := faultproxy.Start(mototest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	for i := range pipelineOrders {
+		if pipelineFaultOf(i) == sendAnswerLost {
+			proxy.ScriptWhen("SendMessageBatch", faultproxy.BodyContains(fmt.Sprintf(`\"order\":\"%s\"`, orderName(mode.name, i))), faultproxy.FailAfter)
+		}
+	}
+	viaProxy := cfg.Copy()
+	viaProxy.BaseEndpoint = aws.String(proxy.URL)
+	viaProxy.RetryMaxAttempts = 1
+	sqsDirect := sqs.NewFromConfig(cfg)
+	sqsProxied := sqs.NewFromConfig(viaProxy)
+	var store1 store.Store = dynamostore.NewTransactional(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table)
+	if mode.pg {
+		store1 = pgstore.New(pool, "emit_stage1")
+	}
+	died := map[string]bool{}
+	var diedMu sync.Mutex
+	// stage1 is a stage 1 invocation's processor, its clock ahead by
+	// ahead: the first invocation's, or (2*pipelineLock) the one that
+	// takes a paused holder's key over. first: its lock lost is
+	// counted (only a paused holder's may be).
+	stage1 := func(ahead time.Duration, first bool, h sqsonce.Handler) *sqsonce.Processor {
+		c := sqsonce.ConsumerConfig{
+			Config: sqsonce.Config{Store: store1, KeyPrefix: "stage1", LockTimeout: pipelineLock, Logger: quiet, OnOutcome: func(_ context.Context, o sqsonce.Outcome) {
+				run.mu.Lock()
+				defer run.mu.Unlock()
+				if o.Reason == sqsonce.ReasonEmitPending {
+					run.pending++
+				}
+				if o.LockLost && first {
+					run.refused++
+				}
+			}, Test: sqsonce.TestConfig{Now: func() time.Time { return time.Now().Add(ahead) }}},
+			Key: sqsonce.KeyFromBody("/order"), AWS: cfg,
+		}
+		if mode.emit {
+			c.Sender = sender
+		}
+		p, err := sqsonce.NewConsumer(c, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// takeOver is the paused holder's message delivered again, to an
+	// invocation whose clock is past the holder's lock: SQS redelivers
+	// a message whose visibility timeout ran out while its holder was
+	// held. It returns once that invocation has answered.
+	var takeOver func(ctx context.Context, msg events.SQSMessage)
+	var handler1 sqsonce.Handler
+	if mode.emit {
+		sender.Sender = &targets.Sender{SQS: sqsProxied}
+		handler1 = func(ctx context.Context, msg events.SQSMessage) error {
+			var b orderBody
+			if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
+				return sqsonce.Permanent(err)
+			}
+			run.add(run.orders, b.Order)
+			if mode.pg {
+				tx, err := pgstore.Tx(ctx)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO emit_orders (name) VALUES ($1)`, b.Order); err != nil {
+					return err
+				}
+			}
+			m := sqsonce.Message{To: "sqs:" + q2, Body: msg.Body}
+			pause := run.pause(b)
+			if pause {
+				m.Attributes = map[string]string{attrHolder: "paused"}
+			}
+			if err := sqsonce.Emit(ctx, m); err != nil {
+				return err
+			}
+			if pause {
+				takeOver(ctx, msg)
+			}
+			return nil
+		}
+	} else {
+		handler1 = func(ctx context.Context, msg events.SQSMessage) error {
+			var b orderBody
+			if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
+				return sqsonce.Permanent(err)
+			}
+			run.add(run.orders, b.Order)
+			_, err := sqsProxied.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q2), Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(msg.Body)}}})
+			if err != nil {
+				return err
+			}
+			if run.pause(b) {
+				takeOver(ctx, msg)
+				return nil
+			}
+			diedMu.Lock()
+			defer diedMu.Unlock()
+			if pipelineFault(b.Fault) == diesBeforeSend && !died[b.Order] {
+				died[b.Order] = true
+				return errors.New("the invocation died after the send, before the completion")
+			}
+			return nil
+		}
+	}
+	p1 := stage1(0, true, handler1)
+	later := stage1(2*pipelineLock, false, handler1)
+	takeOver = func(_ context.Context, msg events.SQSMessage) {
+		// Another invocation: its own context, nothing of the held
+		// work's, its deadline 30 s after its clock's now (the
+		// processor budgets the batch by its clock).
+		ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(2*pipelineLock+30*time.Second))
+		defer cancel()
+		resp, err := later.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Errorf("%s: the invocation taking a paused holder's key over: %v, %d records failed", mode.name, err, len(resp.BatchItemFailures))
+		}
+	}
+	stage2Cfg := sqsonce.ConsumerConfig{
+		Config: sqsonce.Config{Store: dynamostore.New(motoserver.Atomic(dynamodb.NewFromConfig(cfg)), table), KeyPrefix: "stage2", Logger: quiet},
+		Key:    sqsonce.KeyFromAttribute(sqsonce.AttrEmitID), AWS: cfg,
+	}
+	if !mode.emit {
+		// Nothing stable to key on: a message sent twice is two.
+		stage2Cfg.Key = sqsonce.KeyFromMessageID()
+	}
+	p2, err := sqsonce.NewConsumer(stage2Cfg, func(ctx context.Context, msg events.SQSMessage) error {
+		var b orderBody
+		if err := json.Unmarshal([]byte(msg.Body), &b); err != nil {
+			return sqsonce.Permanent(err)
+		}
+		run.add(run.shipments, b.Order)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every order twice: a producer's retry. Sent ten messages to a call.
+	var batch []sqstypes.SendMessageBatchRequestEntry
+	send := func() {
+		out, err := sqsDirect.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q1), Entries: batch})
+		if err != nil || len(out.Failed) > 0 {
+			t.Fatalf("send the orders: %v %+v", err, out)
+		}
+		batch = batch[:0]
+	}
+	for i := range pipelineOrders {
+		body, _ := json.Marshal(orderBody{Order: orderName(mode.name, i), Fault: int(pipelineFaultOf(i))})
+		for range 2 {
+			batch = append(batch, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(len(batch))), MessageBody: aws.String(string(body))})
+			if len(batch) == 10 {
+				send()
+			}
+		}
+	}
+	if len(batch) > 0 {
+		send()
+	}
+	drain(t, sqsDirect, q1, p1.Handle)
+	drain(t, sqsDirect, q2, p2.Handle)
+}
+
 func orderName(mode string, i int) string {
 	return fmt.Sprintf("%s-%03d", strings.ReplaceAll(mode, " ", "-"), i)
 }
@@ -487,14 +522,28 @@ func drain(t *testing.T, api *sqs.Client, queue string, handle func(context.Cont
 		for _, f := range resp.BatchItemFailures {
 			failed[f.ItemIdentifier] = true
 		}
-		for _, m := range out.Messages {
+		// One call for the batch's deletes and one for its failures, as
+		// Lambda's poller does (ten calls of each were most of moto's work).
+		var del []sqstypes.DeleteMessageBatchRequestEntry
+		var again []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+		for i, m := range out.Messages {
+			id := aws.String(strconv.Itoa(i))
 			if failed[aws.ToString(m.MessageId)] {
-				_, err = api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queue), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+				again = append(again, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 			} else {
-				_, err = api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queue), ReceiptHandle: m.ReceiptHandle})
+				del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle})
 			}
-			if err != nil {
-				t.Fatal(err)
+		}
+		if len(del) > 0 {
+			out, err := api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queue), Entries: del})
+			if err != nil || len(out.Failed) > 0 {
+				t.Fatalf("delete: %v %+v", err, out)
+			}
+		}
+		if len(again) > 0 {
+			out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queue), Entries: again})
+			if err != nil || len(out.Failed) > 0 {
+				t.Fatalf("change visibility: %v %+v", err, out)
 			}
 		}
 	}
