@@ -63,15 +63,13 @@ REDIS_TESTS = sqsonce/store/redisstore/testdata/proc_redis_integration_test.go
 # MODEL_JOBS: how many of the model's searches run at once ("": one per core).
 MODEL_JOBS ?=
 
-# TEST_P: how many packages' tests go test runs at once (its -p). Two, one
-# per core: three were faster in a fresh clone here (6:05 against 7:13, the
-# tests wait on servers and clocks), but made two tests fail in a later
-# run: a demo invocation that was not crashed passed its 10 s function
-# timeout (TestDemoTxCrashCommitsOnce counts the uncommitted), and a
-# CreateStack whose slow answer the SDK retried found its own stack
-# (TestCutoverSwapsTheMappings: AlreadyExistsException). TEST_P=3 for speed
-# where those are mended.
-TEST_P ?= 2
+# TEST_P: how many packages' tests go test runs at once (its -p). Three on
+# two cores: the tests wait on servers and clocks as much as they compute
+# (a fresh clone here: 7:13 with two, 6:05 with three). Two tests that
+# failed with three under load are mended: a demo invocation past its
+# function timeout (TestDemoTxCrashCommitsOnce now counts such ones), and a
+# CreateStack retried after a slow answer (samstack takes its own stack).
+TEST_P ?= 3
 
 # TESTFLAGS go to every go test of unit: -count=1 runs each test again
 # even when go test's cache has its result (the cache keys a result on the
