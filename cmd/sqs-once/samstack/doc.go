@@ -5,11 +5,16 @@
 // Translate runs python3 with the samtranslator package, through the same
 // transform entry point the SAM CLI and CloudFormation's own
 // AWS::Serverless-2016-10-31 transform use, offline: local CodeUri values are
-// replaced by an S3 location first, as `sam package` does.
+// replaced by an S3 location first, as `sam package` does. A translation is
+// kept on disk, keyed by everything it depends on, and read back the next
+// time (the translator spends seconds of CPU importing itself; CacheDirEnv,
+// NoCacheEnv).
 //
 // Deploy translates, checks the parameter values against the template's
 // constraints and rules (moto_server checks neither), uploads a placeholder
-// code archive, creates the stack, waits for CREATE_COMPLETE and describes
+// code archive, creates the stack (a CreateStack the SDK retried after a
+// lost answer takes the stack its first attempt made, told from another of
+// that name by a tag of this call's own), waits for CREATE_COMPLETE and describes
 // what was deployed: outputs, physical ids, and each function's configuration
 // and event source mappings as read back from Lambda.
 //
