@@ -15,7 +15,8 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs import models
 
 cost = {"table_copies": 0, "queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0,
-        "update_tree_deepcopies": 0, "static_update_checks": 0, "abstract_isinstance": 0, "method_listings": 0}
+        "update_tree_deepcopies": 0, "static_update_checks": 0, "abstract_isinstance": 0, "method_listings": 0,
+        "condition_parses": 0}
 answers = {}
 
 
@@ -187,6 +188,20 @@ copy.deepcopy = deepcopy
 # the refused updates' and the transactions' own texts are left out.
 cost.update(validation)
 type(Node).__instancecheck__ = _abc_instancecheck
+
+# A request's condition, parsed by its handler and again by the backend:
+# the same text, names and values, the same names and values found.
+from moto.dynamodb.comparisons import create_condition_expression_parser
+
+ConditionExpressionParser._parse_paths = counted("condition_parses", ConditionExpressionParser._parse_paths)
+found = []
+for _ in range(2):
+    parser = create_condition_expression_parser(
+        "attribute_not_exists(#v) OR #v = :old", {"#v": "v"}, {":old": {"S": "parsed twice"}},
+    )
+    parser.parse()
+    found.append([parser.expr_attr_names_found, parser.expr_attr_values_found])
+answers["condition_found"] = found
 
 # Each request checks that its action is a method of the service's handler.
 import inspect
