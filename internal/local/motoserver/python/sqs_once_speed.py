@@ -14,7 +14,11 @@ def apply():
     _sqs_retention()
     _dispatch_cache()
     _dynamodb_parse_cache()
+    _dynamodb_traversal()
+    _dynamodb_update_validation()
+    _dynamodb_condition_reparse()
     _dynamodb_transaction_backup()
+    _action_lookup_cache()
     _quiet_request_log()
 
 
@@ -100,6 +104,234 @@ def _dynamodb_parse_cache():
         return parsed[expression_str]
 
     UpdateExpressionParser.make = classmethod(make_update_expression)
+
+
+def _dynamodb_traversal():
+    """Every UpdateItem validates its update expression's tree with ten
+    depth-first passes (twice for a new item), and each pass asked, for
+    every node, isinstance against abstract classes (slow: abc's
+    __instancecheck__) and rebuilt its processing map, twice for a node it
+    processes. The pass is the same walk: which processor a node gets is
+    the first of the map whose class it is an instance of, now looked up
+    once per node class in each pass."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
+
+    no_hook = DepthFirstTraverser.pre_processing_of_child
+    is_node = _class_test(Node)
+
+    def traverse(self, node):
+        hook = None
+        if type(self).pre_processing_of_child is not no_hook:
+            hook = self.pre_processing_of_child
+        processors = list(self._processing_map().items())
+        chosen = {}
+
+        def walk(node, child_id):
+            cls = type(node)
+            parent_node = node.parent
+            children = node.children
+            if children is not None:
+                for i, child_node in enumerate(children):
+                    if hook is not None:
+                        hook(node, i)
+                    if is_node(type(child_node)):
+                        walk(child_node, i)
+            fn = chosen.get(cls, chosen)
+            if fn is chosen:
+                fn = chosen[cls] = next((f for key, f in processors if issubclass(cls, key)), None)
+            if fn is not None:
+                node = fn(node)
+                node.parent = parent_node
+                if parent_node:
+                    parent_node.children[child_id] = node
+            return node
+
+        if not is_node(type(node)):
+            return node
+        return walk(node, -1)
+
+    DepthFirstTraverser.traverse = traverse
+
+    # The one hook of a pass, ExpressionAttributeResolvingProcessor's: the
+    # same isinstance test, by class.
+    from moto.dynamodb.parsing import validators
+
+    resolving = validators.ExpressionAttributeResolvingProcessor
+    is_action = _class_test((
+        validators.UpdateExpressionSetAction,
+        validators.UpdateExpressionRemoveAction,
+        validators.UpdateExpressionDeleteAction,
+        validators.UpdateExpressionAddAction,
+    ))
+
+    def pre_processing_of_child(self, parent_node, child_id):
+        if is_action(type(parent_node)):
+            self.resolving = child_id != 0
+
+    resolving.pre_processing_of_child = pre_processing_of_child
+
+
+def _class_test(classes):
+    """isinstance(x, classes) as a test of type(x), remembered per class:
+    moto's tree nodes are of abstract classes, whose isinstance goes through
+    abc's slower __instancecheck__. No class is registered with them."""
+    known = {}
+
+    def test(cls):
+        r = known.get(cls)
+        if r is None:
+            r = known[cls] = issubclass(cls, classes)
+        return r
+
+    return test
+
+
+def _dynamodb_update_validation():
+    """Before it changes an item, UpdateItem deep-copies the update
+    expression's tree (the copy.deepcopy of a few dozen nodes, each with its
+    parent: a millisecond) and runs three checks that read nothing but the
+    tree, the attribute names and the table's key attributes: one action of
+    each kind, no overlapping paths, no key attribute updated. The tree
+    comes from the parse cache (one per text), so a check that passed for a
+    tree, names and keys passes again: it is remembered, and skipped. A
+    check that failed is not remembered, and fails again. The tree is copied
+    node by node, as deepcopy would (each node's attributes, its children,
+    its parent the copy of its parent), and by deepcopy itself when it holds
+    anything but nodes, strings, numbers and None."""
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import Node
+
+    static = (validators.ActionCountValidator, validators.OverlappingPathsValidator, validators.UpdateHashRangeKeyValidator)
+    passed = {}
+    plain = (str, int, float, bool, type(None))
+    is_node = _class_test(Node)
+
+    class _Irregular(Exception):
+        pass
+
+    def clone(node, parent):
+        cls = type(node)
+        if not is_node(cls):
+            if cls in plain:
+                return node
+            raise _Irregular()
+        new = object.__new__(cls)
+        attrs = dict(node.__dict__)
+        for name, value in attrs.items():
+            if name not in ("children", "parent") and type(value) not in plain:
+                raise _Irregular()
+        new.__dict__ = attrs
+        new.parent = parent
+        if node.children is not None:
+            if type(node.children) is not list:
+                raise _Irregular()
+            new.children = [clone(c, new) for c in node.children]
+            for c in node.children:
+                if is_node(type(c)) and c.parent is not node:
+                    raise _Irregular()
+        return new
+
+    def copy_tree(expression):
+        if is_node(type(expression)) and expression.parent is None:
+            try:
+                return clone(expression, None)
+            except _Irregular:
+                pass
+        return validators.deepcopy(expression)
+
+    def __init__(self, expression, expression_attribute_names, expression_attribute_values, item, table):
+        self.expression_attribute_names = expression_attribute_names
+        self.expression_attribute_values = expression_attribute_values
+        self.item = item
+        self.table = table
+        self.processors = self.get_ast_processors()
+        self.node_to_validate = copy_tree(expression)
+        self._sqs_once_static = None
+        first = tuple(type(p) for p in self.processors[: len(static)])
+        if first == static and isinstance(expression, Node):
+            names = tuple(sorted((expression_attribute_names or {}).items()))
+            key = (expression, names, tuple(table.table_key_attrs))
+            if key in passed:
+                self.processors = self.processors[len(static):]
+            else:
+                self._sqs_once_static = key
+
+    def validate(self):
+        n = self.node_to_validate
+        for i, processor in enumerate(self.processors):
+            n = processor.traverse(n)
+            if i == len(static) - 1 and self._sqs_once_static is not None:
+                # Holding the tree as a key keeps it alive: its id is
+                # never another tree's.
+                _bound(passed)
+                passed[self._sqs_once_static] = True
+        return n
+
+    validators.UpdateExpressionValidator.__init__ = __init__
+    validators.UpdateExpressionValidator.validate = validate
+
+
+def _dynamodb_condition_reparse():
+    """UpdateItem parsed its condition twice with the same text, names and
+    values: the request handler, for the names and values it uses, then
+    the backend, to evaluate it (0.4 ms each). The last parses are
+    remembered by all three, so the second takes the first's tree (read,
+    never changed, by the evaluation) and the names and values it found. A
+    parse that fails is not remembered, and fails again."""
+    import json
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    parse = ConditionExpressionParser.parse
+    recent = {}
+
+    def parse_once(self):
+        if not self.condition_expression:
+            return parse(self)
+        try:
+            key = (
+                self.condition_expression,
+                json.dumps(self.expression_attribute_names, sort_keys=True),
+                json.dumps(self.expression_attribute_values, sort_keys=True),
+            )
+        except (TypeError, ValueError):
+            return parse(self)
+        hit = recent.get(key)
+        if hit is None:
+            names, values = len(self.expr_attr_names_found), len(self.expr_attr_values_found)
+            op = parse(self)
+            if len(recent) >= _RECENT_MAX:
+                recent.clear()
+            recent[key] = (op, tuple(self.expr_attr_names_found[names:]), tuple(self.expr_attr_values_found[values:]))
+            return op
+        op, names, values = hit
+        self.expr_attr_names_found.extend(names)
+        self.expr_attr_values_found.extend(values)
+        return op
+
+    ConditionExpressionParser.parse = parse_once
+
+
+# _RECENT_MAX bounds the remembered condition parses: each request's own
+# second parse is all they are for.
+_RECENT_MAX = 256
+
+
+def _action_lookup_cache():
+    """Every request listed its response class's methods with
+    inspect.getmembers, to check that the action is one: a class's methods
+    do not change while the server runs, so the list is made once."""
+    from moto.core import responses
+
+    names_of = responses.method_names_from_class
+    names = {}
+
+    def method_names_from_class(clazz):
+        if clazz not in names:
+            names[clazz] = names_of(clazz)
+        return names[clazz]
+
+    responses.method_names_from_class = method_names_from_class
 
 
 def _dynamodb_transaction_backup():

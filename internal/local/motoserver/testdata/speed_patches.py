@@ -14,7 +14,9 @@ from moto import backends
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs import models
 
-cost = {"table_copies": 0, "queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0}
+cost = {"table_copies": 0, "queue_attributes": 0, "update_tokenizations": 0, "condition_lexes": 0, "module_listings": 0,
+        "update_tree_deepcopies": 0, "static_update_checks": 0, "abstract_isinstance": 0, "method_listings": 0,
+        "condition_parses": 0}
 answers = {}
 
 
@@ -39,6 +41,35 @@ def lex_one_node(self, remaining):
 
 ConditionExpressionParser._lex_one_node = lex_one_node
 backends.list_of_moto_modules = counted("module_listings", backends.list_of_moto_modules)
+
+# The update expression's validation: the copies of its tree made with
+# copy.deepcopy, the runs of the checks that read only the tree, and the
+# isinstance tests against the tree's abstract node classes.
+import copy as _copy
+from moto.dynamodb.parsing import validators
+from moto.dynamodb.parsing.ast_nodes import Node
+
+_deepcopy = _copy.deepcopy
+
+
+def counting_tree_deepcopy(x, memo=None):
+    if memo is None and isinstance(x, Node):
+        cost["update_tree_deepcopies"] += 1
+    return _deepcopy(x, memo)
+
+
+validators.deepcopy = counting_tree_deepcopy
+for checker in (validators.ActionCountValidator, validators.OverlappingPathsValidator, validators.UpdateHashRangeKeyValidator):
+    checker.traverse = counted("static_update_checks", checker.traverse)
+_abc_instancecheck = type(Node).__instancecheck__
+
+
+def counting_instancecheck(cls, instance):
+    cost["abstract_isinstance"] += 1
+    return _abc_instancecheck(cls, instance)
+
+
+type(Node).__instancecheck__ = counting_instancecheck
 
 # SQS: a message past its retention period is not delivered, a fresh one is.
 # The retention is SQS's longest, 14 days, and the expired message is made
@@ -88,6 +119,23 @@ for old, new in [("-", "a"), ("a", "b"), ("a", "c")]:
         outcomes.append("refused")
 item = ddb.get_item("speed", {"k": {"S": "key"}})
 answers["ddb_outcomes"] = outcomes
+# The parse and validation counts are this section's: one text, three values.
+validation = {k: cost[k] for k in ("condition_lexes", "update_tokenizations", "update_tree_deepcopies", "static_update_checks", "abstract_isinstance")}
+
+# Updates the checks refuse, twice each: a check that failed is not
+# remembered as passed.
+refusals = []
+for _ in range(2):
+    for expression, names in [("SET #k = :new", {"#k": "k"}), ("SET #v = :new, #v = :new", {"#v": "v"}), ("SET #v = :new SET #n = :new", {"#v": "v", "#n": "n"})]:
+        try:
+            ddb.update_item(
+                "speed", {"k": {"S": "key"}}, update_expression=expression,
+                expression_attribute_names=names, expression_attribute_values={":new": {"S": "z"}},
+            )
+            refusals.append("ok")
+        except Exception as exc:
+            refusals.append(type(exc).__name__)
+answers["ddb_refusals"] = refusals
 answers["ddb_item"] = {"v": item.attrs["v"].value, "n": item.attrs["n"].value}
 
 # DynamoDB transactions: one that commits, one whose last write's condition
@@ -106,9 +154,6 @@ def counting_deepcopy(x, memo=None):
     return deepcopy(x, memo)
 
 
-# The lexing and parse counts are the section above's: the transactions'
-# own texts are left out of them.
-parses = {k: cost[k] for k in ("condition_lexes", "update_tokenizations")}
 cost["table_copies"] = 0
 copy.deepcopy = counting_deepcopy
 for i in range(50):
@@ -139,7 +184,34 @@ answers["tx_after_commit"] = state()
 answers["tx_rolled_back"] = transact("tx-2", "rolled back", "not-this")
 answers["tx_after_rollback"] = state()
 copy.deepcopy = deepcopy
-cost.update(parses)
+# The lexing, parse and validation counts are the first update section's:
+# the refused updates' and the transactions' own texts are left out.
+cost.update(validation)
+type(Node).__instancecheck__ = _abc_instancecheck
+
+# A request's condition, parsed by its handler and again by the backend:
+# the same text, names and values, the same names and values found.
+from moto.dynamodb.comparisons import create_condition_expression_parser
+
+ConditionExpressionParser._parse_paths = counted("condition_parses", ConditionExpressionParser._parse_paths)
+found = []
+for _ in range(2):
+    parser = create_condition_expression_parser(
+        "attribute_not_exists(#v) OR #v = :old", {"#v": "v"}, {":old": {"S": "parsed twice"}},
+    )
+    parser.parse()
+    found.append([parser.expr_attr_names_found, parser.expr_attr_values_found])
+answers["condition_found"] = found
+
+# Each request checks that its action is a method of the service's handler.
+import inspect
+from moto.core import responses
+from moto.dynamodb.responses import DynamoHandler
+
+getmembers = inspect.getmembers
+inspect.getmembers = counted("method_listings", getmembers)
+answers["update_item_is_an_action"] = all("update_item" in responses.method_names_from_class(DynamoHandler) for _ in range(3))
+inspect.getmembers = getmembers
 
 # The dispatcher: the same backend for each host, however often asked.
 app = DomainDispatcherApplication(create_app=None)
