@@ -49,9 +49,12 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 PACKAGES = github.com/sqs-once/sqs-once/... example.com/...
 # go test starts packages in the order named: the longest first, so that
 # they do not start last and run alone while the other core idles.
+# (Every package that took more than 25 s in a fresh clone's run.)
 SLOW_PACKAGES = github.com/sqs-once/sqs-once/local/demo github.com/sqs-once/sqs-once/local/templatetest \
-	github.com/sqs-once/sqs-once/sqsonce/store/pgstore github.com/sqs-once/sqs-once/sqsonce \
-	github.com/sqs-once/sqs-once/sqsonce/store/dynamostore github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops
+	github.com/sqs-once/sqs-once/sqsonce/store/pgstore github.com/sqs-once/sqs-once/cmd/sqs-once/internal/ops \
+	github.com/sqs-once/sqs-once/sqsonce/store/dynamostore github.com/sqs-once/sqs-once/sqsonce \
+	github.com/sqs-once/sqs-once/sqsonce/targets example.com/txorders github.com/sqs-once/sqs-once/local/cmd/sqs-once-local \
+	github.com/sqs-once/sqs-once/cmd/sqs-once/samstack github.com/sqs-once/sqs-once/internal/local/motoserver
 
 # The processor's tests on the Redis store are a test file of package
 # sqsonce kept in the Redis store's module (its testdata), which the
@@ -131,11 +134,14 @@ unit: redis-overlay
 	@# template's runs cfn-lint on some thirty templates beside deployments.
 	@# withmoto: one moto_server for every test binary that would start its
 	@# own (mototest.Main; internal/local/motoserver/withmoto).
+	@# Beside them, on the same server, the processor built with the
+	@# Redis store (STORE=redis), which the default build leaves out: two
+	@# small packages that would otherwise run alone after the rest. unit
+	@# fails if either go test does.
 	@$(GO) build -o $(BIN_DIR)/withmoto ./internal/local/motoserver/withmoto
-	$(BIN_DIR)/withmoto $(GO) test -race -tags integration -timeout 30m -p $(TEST_P) -overlay $(REDIS_OVERLAY) $(TESTFLAGS) $(SLOW_PACKAGES) $(PACKAGES)
-	@# The processor built with the Redis store (STORE=redis), which the
-	@# default build leaves out.
-	$(BIN_DIR)/withmoto $(GO) test -race -tags 'integration redis' $(TESTFLAGS) ./internal/storeenv/ ./cmd/processor/
+	$(BIN_DIR)/withmoto sh -c '$(GO) test -race -tags "integration redis" $(TESTFLAGS) ./internal/storeenv/ ./cmd/processor/ & redis=$$!; \
+		$(GO) test -race -tags integration -timeout 30m -p $(TEST_P) -overlay $(REDIS_OVERLAY) $(TESTFLAGS) $(SLOW_PACKAGES) $(PACKAGES); all=$$?; \
+		wait $$redis || exit 1; exit $$all'
 
 ## redis-overlay: writes $(REDIS_OVERLAY), which puts the processor's tests
 ## on the Redis store into package sqsonce's (go test -overlay)
