@@ -82,9 +82,21 @@ TESTFLAGS ?=
 # setup (local/setup) installs what the machine lacks for -for demo or
 # -for test and says once what only the user can install; a no-op when all is
 # there. SETUP_FLAGS: -dry-run prints the plan and installs nothing; -pip=false
-# reports missing Python tools instead of installing them (.ci/run). Built,
-# not `go run`: that would add its own "exit status 1" to setup's one message.
-SETUP = $(GO) -C local build -o $(abspath $(BIN_DIR))/setup ./setup && $(BIN_DIR)/setup -dynalite $(DYNALITE_VERSION) -dynamodb-local $(DYNAMODB_LOCAL_VERSION)
+# reports missing Python tools instead of installing them (.ci/run). Run from
+# go's build cache (GO_EXE), not by `go run`: that would add its own "exit
+# status 1" to setup's one message.
+SETUP = $(call GO_EXE,local,./setup) && "$$exe" -dynalite $(DYNALITE_VERSION) -dynamodb-local $(DYNAMODB_LOCAL_VERSION)
+
+# GO_EXE sets the shell's exe to the executable of main package $(2) of
+# module $(1) as `go run` keeps it in go's build cache (Go 1.24 and later):
+# a clone whose code this machine built before runs it without linking it
+# again (a link is seconds, more on a busy machine; go build -o links every
+# time). The first `go run` of new code links it where it removes it on
+# exit and caches it: a second asks the cache (-exec /bin/echo: the
+# path, not a run; an absolute path, as PATH may lack echo). Where the cache keeps no
+# executable (GOCACHE=off), go build -o $(BIN_DIR).
+GO_EXE = exe=$$($(GO) -C $(1) run -exec /bin/echo $(2)) && { [ -x "$$exe" ] || exe=$$($(GO) -C $(1) run -exec /bin/echo $(2)); } && \
+	{ [ -x "$$exe" ] || { $(GO) -C $(1) build -o $(abspath $(BIN_DIR))/$(notdir $(2)) $(2) && exe=$(abspath $(BIN_DIR))/$(notdir $(2)); }; }
 
 STACK_NAME  ?= sqs-once
 SAR_BUCKET  ?=
@@ -96,16 +108,14 @@ SAR_BUCKET  ?=
 ## demo: run the whole pipeline on a local moto_server and print the report
 ## (installs moto_server and the SAM translator first when they are missing)
 demo: setup-demo
-	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
-	$(BIN_DIR)/sqs-once-local $(DEMO_FLAGS)
+	@$(call GO_EXE,local,./cmd/sqs-once-local) && echo "sqs-once-local $(DEMO_FLAGS)" && "$$exe" $(DEMO_FLAGS)
 
 ## try: the no-code path on the laptop: deploy template.yaml with PARAMS
 ## (e.g. PARAMS="Target=lambda:orders-consumer ExistingQueueArn=arn:aws:sqs:us-east-1:123456789012:orders")
 ## on a local moto_server in front of a stand-in consumer and queue, run both
 ## for real until Ctrl-C, and print how to point bin/sqs-once (built here) at it
 try: setup-demo cli
-	@$(GO) -C local build -o $(abspath $(BIN_DIR))/sqs-once-local ./cmd/sqs-once-local
-	$(BIN_DIR)/sqs-once-local try -cli $(abspath $(BIN_DIR))/sqs-once $(PARAMS)
+	@$(call GO_EXE,local,./cmd/sqs-once-local) && echo "sqs-once-local try -cli $(abspath $(BIN_DIR))/sqs-once $(PARAMS)" && "$$exe" try -cli $(abspath $(BIN_DIR))/sqs-once $(PARAMS)
 
 ## cli: the operator CLI (cmd/sqs-once, docs/operations.md) as bin/sqs-once;
 ## `bin/sqs-once --version` prints the release (internal/version). To put it

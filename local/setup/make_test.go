@@ -137,15 +137,20 @@ func TestMakeDemoWithoutMotoServer(t *testing.T) {
 // `make demo` and `make test` run setup first, with the Makefile's dynalite
 // and DynamoDB Local versions.
 func TestMakeRunsSetupFirst(t *testing.T) {
-	// setup is built in its module (local/) into the repository's bin.
+	// setup and the demo run from go's build cache (the Makefile's GO_EXE),
+	// built in their module (local/); bin/ only where the cache keeps none.
 	bin, err := filepath.Abs(filepath.Join("..", "..", "bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := "go -C local build -o " + bin + "/setup ./setup && bin/setup -dynalite " + dynalite.Version + " -dynamodb-local " + dynamodblocal.Version
+	exe := func(pkg string) string {
+		return "exe=$(go -C local run -exec /bin/echo " + pkg + ") && { [ -x \"$exe\" ] || exe=$(go -C local run -exec /bin/echo " + pkg + "); } && " +
+			"{ [ -x \"$exe\" ] || { go -C local build -o " + bin + "/" + filepath.Base(pkg) + " " + pkg + " && exe=" + bin + "/" + filepath.Base(pkg) + "; }; } && "
+	}
+	setup := exe("./setup") + "\"$exe\" -dynalite " + dynalite.Version + " -dynamodb-local " + dynamodblocal.Version
 	for target, want := range map[string][]string{
-		"demo": {build + " -for demo ", "go -C local build -o " + bin + "/sqs-once-local ./cmd/sqs-once-local\nbin/sqs-once-local"},
-		"test": {build + " -for test ", "bin/cfnlint-cached template.yaml"},
+		"demo": {setup + " -for demo ", exe("./cmd/sqs-once-local") + "echo \"sqs-once-local \" && \"$exe\" "},
+		"test": {setup + " -for test ", "bin/cfnlint-cached template.yaml"},
 	} {
 		out, err := makeCmd(t, "-n", target).CombinedOutput()
 		if err != nil {
