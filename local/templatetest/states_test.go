@@ -83,7 +83,10 @@ func newStateMachine(t *testing.T, cfg aws.Config, typ sfntypes.StateMachineType
 // names by the key their input's sqsOnce member carries.
 func executionsByKey(t *testing.T, cfg aws.Config, arn string) map[string][]string {
 	t.Helper()
-	ctx := testContext(t, 2*time.Minute)
+	// A bound for a hang, not a speed: a List and a Describe per execution
+	// (some 300) on a moto_server other packages share, on a machine that
+	// may be busy.
+	ctx := testContext(t, 5*time.Minute)
 	c := sfn.NewFromConfig(cfg)
 	byKey := map[string][]string{}
 	p := sfn.NewListExecutionsPaginator(c, &sfn.ListExecutionsInput{StateMachineArn: aws.String(arn)})
@@ -287,9 +290,13 @@ func TestStatesTargetOneExecutionPerKey(t *testing.T) {
 func stopExecutions(t *testing.T, cfg aws.Config, machine string, keys map[string]bool) int {
 	t.Helper()
 	c := sfn.NewFromConfig(cfg)
-	ctx := testContext(t, time.Minute)
+	byKey := executionsByKey(t, cfg, machine)
+	// The stops' own bound, from after the listing: a bound over both ran
+	// out on a loaded machine (the listing describes some 300 executions on
+	// a moto_server other packages share).
+	ctx := testContext(t, 2*time.Minute)
 	stopped := map[string]bool{}
-	for key, names := range executionsByKey(t, cfg, machine) {
+	for key, names := range byKey {
 		if !keys[key] {
 			continue
 		}
