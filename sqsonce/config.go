@@ -160,9 +160,10 @@ func (c *Config) storeSetting() string {
 
 // ConfigError is a field of Config or ConsumerConfig that cannot work.
 type ConfigError struct {
-	// Field is the field's name, such as "KeyPrefix"; Msg says why.
+	// Field is the field's name, such as "KeyPrefix".
 	Field string
-	Msg   string
+	// Msg says why the field cannot work.
+	Msg string
 }
 
 // Error describes the failure in one line.

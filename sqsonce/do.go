@@ -72,9 +72,15 @@ func DoResult[T any](ctx context.Context, p *Processor, key string, fn func(ctx 
 // stored, the key completed without it: Size bytes over
 // store.MaxResultSize, or Err from encoding/json. Key is as Outcome's.
 type ResultError struct {
-	Key  string
+	// Key is the key, as Outcome.Key shows it.
+	Key string
+	// Size is the encoded result's size in bytes when it did not fit; 0
+	// when it could not be encoded.
 	Size int
-	Err  error
+	// Err is encoding/json's error, or why the result did not fit beside
+	// the key's emitted messages; nil when it was over
+	// store.MaxResultSize alone.
+	Err error
 }
 
 // Error describes the failure in one line.

@@ -57,7 +57,10 @@ func (e *payloadMismatchError) Is(target error) bool { return target == ErrPaylo
 // failure. Handle logs the stack in a field of its own (stack), beside the
 // error's one line.
 type PanicError struct {
+	// Value is what the function passed to panic.
 	Value any
+	// Stack is the panicking goroutine's stack, as runtime/debug.Stack
+	// gives it.
 	Stack []byte
 }
 

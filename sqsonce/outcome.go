@@ -11,13 +11,14 @@ import (
 // Outcome is what happened to one record, or one call of Do or DoResult:
 // what Config.OnOutcome receives and the metrics count.
 type Outcome struct {
-	// Kind is what happened, Reason why (KindFailed and
-	// KindForwardedToOperator only): the metric and its Reason dimension.
-	Kind   Kind
+	// Kind is what happened: the metric.
+	Kind Kind
+	// Reason is why (KindFailed and KindForwardedToOperator only): the
+	// metric's Reason dimension.
 	Reason Reason
-	// Key is the key (its HashKey with Config.HashKeys); MessageID the
-	// record's (empty for Do).
-	Key       string
+	// Key is the key (its HashKey with Config.HashKeys).
+	Key string
+	// MessageID is the record's message id (empty for Do).
 	MessageID string
 	// Fence is the lock's fencing token; 0 when the work did not run.
 	Fence int64

@@ -22,9 +22,12 @@ type Target interface {
 
 // Delivery is one record for a Target with its lock's key and fence.
 type Delivery struct {
+	// Record is the SQS record, as the event source mapping delivered it.
 	Record events.SQSMessage
-	Key    string
-	Fence  int64
+	// Key is the record's key, as the Config's Key function made it.
+	Key string
+	// Fence is the lock's fencing token for this delivery.
+	Fence int64
 	// RecordKey is the key as the lock's record holds it: Key, or its
 	// HashKey with Config.HashKeys (as Outcome.Key shows it). A target
 	// derives an execution's name from it, so that a hashed key's text
